@@ -1,0 +1,4 @@
+"""The search index: page parsing, index build, and queries over a built index.
+
+Nothing here knows about GraphQL or HTTP; `schema/` and `server/` build on it.
+"""

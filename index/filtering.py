@@ -1,0 +1,147 @@
+"""Compile criteria into plan nodes for one tag, and evaluate them."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from index.columns import Mask, Rows
+from index.criteria import PackageCriteria, SpecCriteria, StringMatch
+from index.plan import (
+    Everything,
+    HashLeaf,
+    Node,
+    Not,
+    Nothing,
+    Or,
+    SetLeaf,
+    ValuesLeaf,
+    conjunction,
+    contains,
+    within,
+)
+from index.snapshot import Snapshot
+
+_SPEC_COLUMNS = {
+    "package": "package",
+    "version": "version",
+    "compiler": "compiler",
+    "compiler_name": "compiler_name",
+    "os": "os",
+    "platform": "platform",
+    "target": "target",
+}
+
+
+def spec_node(snapshot: Snapshot, criteria: SpecCriteria | None) -> Node:
+    """A plan node for the spec rows of `snapshot` that satisfy `criteria`."""
+    if criteria is None:
+        return Everything()
+    parts: list[Node] = []
+    if criteria.hash_prefix is not None:
+        lo, hi = snapshot.hash_prefix_rows(criteria.hash_prefix)
+        parts.append(HashLeaf(snapshot.hash_rows, snapshot.hash_rank, lo, hi))
+    for field, column in _SPEC_COLUMNS.items():
+        match: StringMatch | None = getattr(criteria, field)
+        if match is not None:
+            ids = snapshot.dictionaries[column].select(match)
+            parts.append(ValuesLeaf(snapshot.columns[column], ids) if len(ids) else Nothing())
+    if criteria.stack is not None:
+        ids = snapshot.dictionaries["stacks"].select(criteria.stack)
+        parts.append(SetLeaf(snapshot.sets["stacks"], ids) if len(ids) else Nothing())
+    atom_ids = snapshot.dictionaries["atoms"].ids
+    for constraint in criteria.variants:
+        for atom in constraint.atoms:
+            atom_id = atom_ids.get(atom)
+            if atom_id is None:
+                parts.append(Nothing())
+            else:
+                parts.append(SetLeaf(snapshot.sets["atoms"], np.array([atom_id], dtype=np.intp)))
+    parts.extend(spec_node(snapshot, sub) for sub in criteria.all_of)
+    if criteria.any_of is not None:
+        parts.append(_disjunction([spec_node(snapshot, sub) for sub in criteria.any_of]))
+    if criteria.not_ is not None:
+        parts.append(Not(spec_node(snapshot, criteria.not_)))
+    return conjunction(parts)
+
+
+def package_node(snapshot: Snapshot, criteria: PackageCriteria | None) -> Node:
+    """A plan node over package ids of `snapshot` that satisfy `criteria`."""
+    if criteria is None:
+        return Everything()
+    parts: list[Node] = []
+    if criteria.name is not None:
+        ids = snapshot.dictionaries["package"].select(criteria.name)
+        parts.append(ValuesLeaf(snapshot.package_names, ids) if len(ids) else Nothing())
+    if criteria.stack is not None:
+        ids = snapshot.dictionaries["stacks"].select(criteria.stack)
+        parts.append(SetLeaf(snapshot.package_stacks, ids) if len(ids) else Nothing())
+    if criteria.has_spec is not None:
+        parts.append(HasSpec(snapshot, spec_node(snapshot, criteria.has_spec)))
+    parts.extend(package_node(snapshot, sub) for sub in criteria.all_of)
+    if criteria.any_of is not None:
+        parts.append(_disjunction([package_node(snapshot, sub) for sub in criteria.any_of]))
+    if criteria.not_ is not None:
+        parts.append(Not(package_node(snapshot, criteria.not_)))
+    return conjunction(parts)
+
+
+def _disjunction(children: list[Node]) -> Node:
+    children = [c for c in children if not isinstance(c, Nothing)]
+    if not children:
+        return Nothing()
+    if any(isinstance(c, Everything) for c in children):
+        return Everything()
+    return children[0] if len(children) == 1 else Or(children)
+
+
+class HasSpec:
+    """Packages with at least one spec matching a spec node."""
+
+    def __init__(self, snapshot: Snapshot, specs: Node) -> None:
+        self.snapshot, self.specs = snapshot, specs
+        self._packages: Rows | None = None
+
+    def estimate(self) -> int:
+        return min(self.specs.estimate(), self.snapshot.num_packages)
+
+    def _all_packages(self) -> Rows:
+        if self._packages is None:
+            rows = self.specs.rows(0, self.snapshot.num_specs)
+            self._packages = packages_of(self.snapshot, rows)
+        return self._packages
+
+    def rows(self, lo: int, hi: int) -> Rows:
+        return within(self._all_packages(), lo, hi)
+
+    def test(self, package_ids: Rows) -> Mask:
+        if self._packages is None:
+            starts = self.snapshot.package_start[package_ids]
+            ends = self.snapshot.package_start[package_ids + 1]
+            if int((ends - starts).sum()) < self.specs.estimate():
+                # Few candidate packages: test their specs rather than find all matches.
+                rows = ranges(starts, ends)
+                matched = packages_of(self.snapshot, rows[self.specs.test(rows)])
+                return contains(matched, package_ids)
+        return contains(self._all_packages(), package_ids)
+
+
+def packages_of(snapshot: Snapshot, rows: Rows) -> Rows:
+    """The distinct packages of sorted spec rows (rows are grouped by package)."""
+    codes = snapshot.columns["package"].codes[rows]
+    if not len(codes):
+        return codes
+    keep = np.empty(len(codes), dtype=np.bool_)
+    keep[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=keep[1:])
+    distinct: Rows = codes[keep]
+    return distinct
+
+
+def ranges(starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]) -> Rows:
+    """All rows of the ranges [starts[i], ends[i]), concatenated."""
+    lengths = ends - starts
+    total = int(lengths.sum())
+    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    rows: Rows = (np.arange(total, dtype=np.int64) + offsets).astype(np.int32)
+    return rows

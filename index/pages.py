@@ -1,0 +1,270 @@
+"""Read one cache.spack.io package page: YAML front matter with JSON `meta` and `spec_details`.
+
+Pages are recognised by content, not by name: front matter between `---` lines with
+`layout: cache`. The front matter is flat `key: value` lines (plus indented list
+items on legacy pages), so it is read line by line rather than with a YAML parser,
+which would be slow on the single-line JSON of a page with thousands of specs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from index.model import Problem, SpecRecord, parse_compiler
+from index.variants import parse_variant
+
+HASH_ALPHABET = frozenset("abcdefghijklmnopqrstuvwxyz234567")
+HASH_LENGTH = 32
+_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(?:\s(.*)|)$")
+_SPEC_STRING_FIELDS = ("compiler", "os", "platform", "target")
+_META_SUMMARY_FIELDS = {
+    "versions": "versions",
+    "compilers": "compiler",
+    "oss": "os",
+    "platforms": "platform",
+    "targets": "target",
+}
+
+
+class NotAPageError(Exception):
+    """The file is not a cache page at all (no front matter, or another layout)."""
+
+
+class PageError(Exception):
+    """The file is a cache page, but unusable; the message says why."""
+
+
+@dataclass
+class Page:
+    """A parsed page: its package, tag, valid specs, and what was wrong with the rest."""
+
+    path: str
+    package: str
+    tag: str
+    specs: list[SpecRecord]
+    problems: list[Problem] = field(default_factory=list)
+
+
+def read_page(path: Path) -> Page:
+    """Read and parse the page at `path`; raise NotAPageError or PageError."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise PageError(f"cannot read file: {exc.strerror or exc}") from exc
+    if not data.strip():
+        raise PageError("empty file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PageError(f"not UTF-8 (invalid byte at offset {exc.start})") from exc
+    return parse_page(text, str(path))
+
+
+def parse_page(text: str, path: str) -> Page:
+    """Parse page text; `path` only names the page in problems."""
+    front = _front_matter(text)
+    if front.get("layout", "").strip() != "cache":
+        raise NotAPageError(f"front matter has layout {front.get('layout')!r}, not 'cache'")
+    package = _title(_require(front, "title"))
+    tag = _tag(_require(front, "categories"))
+    if "spec_details" not in front:
+        if "spec_names" in front or "spec_files" in front:
+            raise PageError(
+                "unsupported legacy format (spec_names without spec_details, as written "
+                "before 2023); the page was skipped"
+            )
+        raise PageError("missing key 'spec_details'")
+    details = _json(front["spec_details"], "spec_details")
+    if not isinstance(details, list):
+        raise PageError(f"'spec_details' must be a JSON list, not {_kind(details)}")
+    page = Page(path=path, package=package, tag=tag, specs=[])
+    for position, item in enumerate(details):
+        try:
+            page.specs.append(_spec(item, package, tag))
+        except ValueError as exc:
+            page.problems.append(Problem(path, f"spec #{position + 1} skipped: {exc}"))
+    if "meta" in front:
+        page.problems.extend(_meta_disagreements(front["meta"], details, page))
+    return page
+
+
+def _front_matter(text: str) -> dict[str, str]:
+    lines = text.split("\n")
+    if lines[0].rstrip("\r") != "---":
+        raise NotAPageError("no front matter (a page starts with a '---' line)")
+    front: dict[str, str] = {}
+    key = None
+    for number, raw_line in enumerate(lines[1:], start=2):
+        line = raw_line.rstrip("\r")
+        if line == "---":
+            return front
+        if match := _KEY_LINE.match(line):
+            key = match.group(1)
+            front[key] = match.group(2) or ""
+        elif key is not None and (line.startswith((" ", "-", "\t")) or not line):
+            front[key] += "\n" + line
+        else:
+            raise PageError(f"line {number}: expected 'key: value' in the front matter")
+    raise PageError("front matter is not closed by a '---' line")
+
+
+def _require(front: dict[str, str], key: str) -> str:
+    if key not in front or not front[key].strip():
+        raise PageError(f"missing key {key!r}")
+    return front[key].strip()
+
+
+def _title(value: str) -> str:
+    if value.startswith('"'):
+        title = _json(value, "title")
+        if not isinstance(title, str):
+            raise PageError("'title' must be a string")
+    else:
+        title = value.strip("'")
+    if not title or any(c.isspace() for c in title):
+        raise PageError(f"'title' must be a package name, got {title!r}")
+    return title
+
+
+def _tag(value: str) -> str:
+    if not (value.startswith("[") and value.endswith("]")):
+        raise PageError(f"'categories' must be a list like [package, develop], got {value!r}")
+    items = [item.strip().strip("'\"") for item in value[1:-1].split(",")]
+    if len(items) < 2 or not items[1]:
+        raise PageError(f"'categories' names no tag (its second item), got {value!r}")
+    return items[1]
+
+
+def _json(value: str, key: str) -> Any:
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise PageError(f"{key!r} is not valid JSON: {exc}") from exc
+
+
+_KINDS: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _kind(value: object) -> str:
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def _spec(item: object, package: str, tag: str) -> SpecRecord:
+    if not isinstance(item, dict):
+        raise ValueError(f"expected an object, got {_kind(item)}")
+    digest = item.get("hash")
+    if not isinstance(digest, str):
+        raise ValueError("missing 'hash'" if digest is None else "'hash' must be a string")
+    if len(digest) != HASH_LENGTH or not HASH_ALPHABET.issuperset(digest):
+        raise ValueError(f"hash {digest!r} is not 32 lowercase base32 characters")
+    where = f"hash {digest}: "
+    strings = {}
+    for key in _SPEC_STRING_FIELDS:
+        value = item.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(where + f"'{key}' must be a non-empty string")
+        strings[key] = value
+    try:
+        parse_compiler(strings["compiler"])
+    except ValueError as exc:
+        raise ValueError(where + str(exc)) from None
+    versions = _string_list(item, "versions", where)
+    if not versions:
+        raise ValueError(where + "'versions' must not be empty")
+    variants = _string_list(item, "variants", where)
+    for raw in variants:
+        try:
+            parse_variant(raw)
+        except ValueError as exc:
+            raise ValueError(where + str(exc)) from None
+    stacks = _string_list(item, "stacks", where)
+    return SpecRecord(
+        hash=digest,
+        package=package,
+        tag=tag,
+        versions=tuple(versions),
+        compiler=strings["compiler"],
+        os=strings["os"],
+        platform=strings["platform"],
+        target=strings["target"],
+        variants=tuple(variants),
+        stacks=tuple(sorted(set(stacks))),
+        size=_size(item.get("size"), where),
+        tarball=_tarball(item.get("tarball"), where),
+    )
+
+
+def _string_list(item: dict[str, Any], key: str, where: str) -> list[str]:
+    value = item.get(key)
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(where + f"'{key}' must be a list of non-empty strings")
+    return value
+
+
+def _size(value: object, where: str) -> int | None:
+    if value is None or value == "-":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    raise ValueError(where + f"'size' must be a byte count or '-', got {value!r}")
+
+
+def _tarball(value: object, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(where + "'tarball' must be a string")
+    return value
+
+
+def _meta_disagreements(raw: str, details: list[Any], page: Page) -> list[Problem]:
+    """Compare `meta` with what `spec_details` says; spec_details is the truth."""
+    meta = _json(raw, "meta")
+    if not isinstance(meta, dict):
+        return [Problem(page.path, f"'meta' must be a JSON object, not {_kind(meta)}; ignored")]
+    problems = []
+
+    def disagree(what: str, meta_says: object, specs_say: object) -> None:
+        problems.append(
+            Problem(
+                page.path,
+                f"meta disagrees with spec_details on {what}: meta says {meta_says}, "
+                f"spec_details say {specs_say}; using spec_details",
+            )
+        )
+
+    num_specs = len(details)
+    if "num_specs" in meta and meta["num_specs"] != num_specs:
+        disagree("num_specs", meta["num_specs"], num_specs)
+    by_stack: dict[str, int] = {}
+    for spec in page.specs:
+        for stack in spec.stacks:
+            by_stack[stack] = by_stack.get(stack, 0) + 1
+    if "num_specs_by_stack" in meta and meta["num_specs_by_stack"] != by_stack:
+        disagree("num_specs_by_stack", meta["num_specs_by_stack"], by_stack)
+    if "stacks" in meta and _as_set(meta["stacks"]) != set(by_stack):
+        disagree("stacks", sorted(_as_set(meta["stacks"])), sorted(by_stack))
+    for meta_key, spec_key in _META_SUMMARY_FIELDS.items():
+        if meta_key not in meta:
+            continue
+        actual = _summary(page.specs, spec_key)
+        if _as_set(meta[meta_key]) != actual:
+            disagree(meta_key, sorted(_as_set(meta[meta_key])), sorted(actual))
+    return problems
+
+
+def _as_set(value: object) -> set[str]:
+    return {str(v) for v in value} if isinstance(value, list) else {repr(value)}
+
+
+def _summary(specs: list[SpecRecord], key: str) -> set[str]:
+    if key == "versions":
+        return {v for spec in specs for v in spec.versions}
+    return {getattr(spec, key) for spec in specs}

@@ -1,0 +1,78 @@
+"""Atomic publishing of index builds.
+
+`--out DIR` is a symbolic link to one complete build in `DIR.builds/`. A build is
+written to `DIR.builds/<id>.partial`, renamed when complete, and only then is the
+link swapped with one `rename`, so a reader sees the old index or the new one,
+never half of either. The previous build is kept for servers still reading it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+PARTIAL = ".partial"
+KEEP_BUILDS = 2
+STALE_PARTIAL_SECONDS = 6 * 3600
+
+
+class PublishError(Exception):
+    """The output path cannot hold a published index."""
+
+
+def builds_folder(out: Path) -> Path:
+    return out.with_name(out.name + ".builds")
+
+
+def new_build_id() -> str:
+    """Sortable by time, unique between concurrent builds."""
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def start(out: Path, build_id: str) -> Path:
+    """Create and return an empty staging folder for a build of `out`."""
+    if out.exists() and not out.is_symlink():
+        if not out.is_dir() or any(out.iterdir()):
+            raise PublishError(
+                f"{out} exists and is not an index link made by 'cachegql index'; "
+                "choose another --out or remove it"
+            )
+        out.rmdir()
+    staging = builds_folder(out) / (build_id + PARTIAL)
+    staging.mkdir(parents=True)
+    return staging
+
+
+def discard(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def publish(staging: Path, out: Path) -> Path:
+    """Make `out` point at the finished build in `staging`; return the build's folder."""
+    final = staging.with_name(staging.name.removesuffix(PARTIAL))
+    staging.rename(final)
+    link = out.with_name(f".{out.name}.link-{final.name}")
+    link.symlink_to(Path(builds_folder(out).name) / final.name)
+    link.replace(out)
+    _prune(builds_folder(out), keep=final.name)
+    return final
+
+
+def resolve(index: Path) -> Path:
+    """The folder holding the build that `index` (a link or a plain folder) points to now."""
+    return index.resolve(strict=True)
+
+
+def _prune(folder: Path, keep: str) -> None:
+    finished = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.endswith(PARTIAL))
+    older = [p for p in finished if p.name != keep][: max(0, len(finished) - KEEP_BUILDS)]
+    now = time.time()
+    stale = [
+        p
+        for p in folder.iterdir()
+        if p.name.endswith(PARTIAL) and now - p.stat().st_mtime > STALE_PARTIAL_SECONDS
+    ]
+    for path in older + stale:
+        shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,17 @@
+"""One-line Spack-style spec strings, like `spack buildcache list -l` shows them."""
+
+from __future__ import annotations
+
+from index.snapshot import SpecData
+
+SHORT_HASH = 7
+
+
+def format_spec(spec: SpecData) -> str:
+    """`name@=version variants arch=platform-os-target %compiler /hash7`; it matches only `spec`."""
+    parts = [f"{spec.name}@={spec.versions[0]}"]
+    parts.extend(v.raw for v in spec.variants)
+    parts.append(f"arch={spec.platform}-{spec.os}-{spec.target}")
+    parts.append(f"%{spec.compiler.normalized}")
+    parts.append(f"/{spec.hash[:SHORT_HASH]}")
+    return " ".join(parts)

@@ -1,0 +1,71 @@
+"""The strawberry schema of cachegql, executed off the event loop, with coded errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+from typing import Any
+
+import anyio.to_thread
+import strawberry
+from graphql import GraphQLError
+from strawberry.extensions import AddValidationRules, ParserCache, ValidationCache
+from strawberry.types import ExecutionContext, ExecutionResult
+from strawberry.types.graphql import OperationType
+
+from schema.errors import classify
+from schema.limits import complexity_rule
+from schema.pagination import DEFAULT_MAX_FIRST
+from schema.query import Query
+
+DOCUMENT_CACHE_SIZE = 256
+
+
+class CachegqlSchema(strawberry.Schema):
+    """Runs each operation in a worker thread: the index and whoosh calls are blocking."""
+
+    async def execute(
+        self,
+        query: str | None,
+        variable_values: dict[str, Any] | None = None,
+        context_value: Any | None = None,
+        root_value: Any | None = None,
+        operation_name: str | None = None,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+    ) -> ExecutionResult:
+        run = partial(
+            self.execute_sync,
+            query,
+            variable_values=variable_values,
+            context_value=context_value,
+            root_value=root_value,
+            operation_name=operation_name,
+            allowed_operation_types=allowed_operation_types,
+            operation_extensions=operation_extensions,
+        )
+        return await anyio.to_thread.run_sync(run)
+
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        for error in errors:
+            classify(error)
+
+
+def build_schema(max_first: int = DEFAULT_MAX_FIRST) -> CachegqlSchema:
+    """The schema, with parsed and validated documents cached (clients repeat their queries)."""
+    rule = complexity_rule(max_first=max_first)
+    return CachegqlSchema(
+        query=Query,
+        extensions=[
+            lambda: ParserCache(maxsize=DOCUMENT_CACHE_SIZE),
+            lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
+            lambda: AddValidationRules([rule]),
+        ],
+    )
+
+
+def export_sdl() -> str:
+    """The schema as SDL text, as kept in schema/schema.graphql."""
+    return str(build_schema().as_str()) + "\n"

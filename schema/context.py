@@ -1,0 +1,19 @@
+"""What resolvers get from the server for one request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from index.store import IndexStore
+from schema.pagination import DEFAULT_MAX_FIRST
+
+
+@dataclass
+class Context:
+    """The index to answer from (fixed for the whole request) and the limits."""
+
+    store: IndexStore
+    max_first: int = DEFAULT_MAX_FIRST
+    # Objects built during this request, so that a page of specs shares its packages.
+    cache: dict[Any, Any] = field(default_factory=dict)

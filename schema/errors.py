@@ -1,0 +1,55 @@
+"""GraphQL errors with `extensions.code`, and the mapping from index errors to them."""
+
+from __future__ import annotations
+
+import logging
+
+from graphql import GraphQLError
+
+from index.criteria import CriteriaError
+from index.queries import AmbiguousHashError
+
+BAD_USER_INPUT = "BAD_USER_INPUT"
+AMBIGUOUS_HASH_PREFIX = "AMBIGUOUS_HASH_PREFIX"
+QUERY_TOO_COMPLEX = "QUERY_TOO_COMPLEX"
+INTERNAL_SERVER_ERROR = "INTERNAL_SERVER_ERROR"
+INTERNAL_MESSAGE = "Internal server error; the server log has the details."
+
+logger = logging.getLogger("cachegql.errors")
+
+
+class UserInputError(CriteriaError):
+    """Bad input found by the schema layer itself (a cursor, a `first`)."""
+
+
+class TooComplexError(Exception):
+    """A query that would cost too much to answer."""
+
+
+def classify(error: GraphQLError) -> None:
+    """Give `error` its code; hide what an internal error says, and log it instead."""
+    extensions = dict(error.extensions or {})
+    original = error.original_error
+    if "code" in extensions:
+        pass
+    elif isinstance(original, AmbiguousHashError):
+        extensions.update(
+            code=AMBIGUOUS_HASH_PREFIX, candidates=original.candidates, count=original.count
+        )
+    elif isinstance(original, CriteriaError):
+        extensions["code"] = BAD_USER_INPUT
+    elif isinstance(original, TooComplexError):
+        extensions["code"] = QUERY_TOO_COMPLEX
+    elif original is None:
+        # Parse and validation errors: the request itself is wrong.
+        extensions["code"] = BAD_USER_INPUT
+    else:
+        logger.error("internal error at %s", error.path, exc_info=original)
+        error.message = INTERNAL_MESSAGE
+        error.original_error = None
+        extensions["code"] = INTERNAL_SERVER_ERROR
+    error.extensions = extensions
+
+
+def too_complex(message: str) -> GraphQLError:
+    return GraphQLError(message, extensions={"code": QUERY_TOO_COMPLEX})

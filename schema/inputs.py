@@ -1,0 +1,113 @@
+"""Filter inputs of the API, and their translation into index criteria."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import strawberry
+
+from index.criteria import PackageCriteria, SpecCriteria, StringMatch, VariantConstraint
+from index.hashes import normalize_prefix
+
+
+@strawberry.input(description="String matching; all given operators must hold.")
+class StringFilter:
+    eq: str | None = None
+    in_: list[str] | None = strawberry.field(name="in", default=None)
+    prefix: str | None = None
+    contains: str | None = None
+    ne: str | None = None
+
+
+@strawberry.input
+class SpecFilter:
+    hash_prefix: str | None = None
+    package: StringFilter | None = None
+    version: StringFilter | None = None
+    compiler: StringFilter | None = strawberry.field(
+        default=None, description='Against the normalized "name@version".'
+    )
+    compiler_name: StringFilter | None = None
+    os: StringFilter | None = None
+    platform: StringFilter | None = None
+    target: StringFilter | None = None
+    stack: StringFilter | None = strawberry.field(
+        default=None, description="Holds when any of the spec's stacks matches."
+    )
+    variants: list[str] | None = strawberry.field(
+        default=None,
+        description='Every one must hold: "+cuda", "~shared", "cuda_arch=80", '
+        '"build_system=cmake".',
+    )
+    and_: list[SpecFilter] | None = strawberry.field(name="and", default=None)
+    or_: list[SpecFilter] | None = strawberry.field(name="or", default=None)
+    not_: Optional[SpecFilter] = strawberry.field(name="not", default=None)  # noqa: UP045
+
+
+@strawberry.input
+class PackageFilter:
+    name: StringFilter | None = None
+    stack: StringFilter | None = strawberry.field(
+        default=None, description="The package has a spec in a matching stack."
+    )
+    has_spec: SpecFilter | None = strawberry.field(
+        default=None,
+        description="Nested: the package has at least one spec matching this filter.",
+    )
+    and_: list[PackageFilter] | None = strawberry.field(name="and", default=None)
+    or_: list[PackageFilter] | None = strawberry.field(name="or", default=None)
+    not_: Optional[PackageFilter] = strawberry.field(name="not", default=None)  # noqa: UP045
+
+
+def string_match(value: StringFilter | None) -> StringMatch | None:
+    if value is None:
+        return None
+    match = StringMatch(
+        eq=value.eq,
+        in_=None if value.in_ is None else tuple(value.in_),
+        prefix=value.prefix,
+        contains=value.contains,
+        ne=value.ne,
+    )
+    return None if match.is_empty else match
+
+
+def spec_criteria(value: SpecFilter | None) -> SpecCriteria | None:
+    """The index criteria for a SpecFilter; raises CriteriaError on unusable values."""
+    if value is None:
+        return None
+    return SpecCriteria(
+        hash_prefix=None if value.hash_prefix is None else normalize_prefix(value.hash_prefix),
+        package=string_match(value.package),
+        version=string_match(value.version),
+        compiler=string_match(value.compiler),
+        compiler_name=string_match(value.compiler_name),
+        os=string_match(value.os),
+        platform=string_match(value.platform),
+        target=string_match(value.target),
+        stack=string_match(value.stack),
+        variants=tuple(VariantConstraint.parse(v) for v in value.variants or ()),
+        all_of=tuple(c for c in map(spec_criteria, value.and_ or ()) if c is not None),
+        any_of=None
+        if value.or_ is None
+        else tuple(spec_criteria(c) or SpecCriteria() for c in value.or_),
+        not_=spec_criteria(value.not_),
+    )
+
+
+def package_criteria(value: PackageFilter | None) -> PackageCriteria | None:
+    """The index criteria for a PackageFilter."""
+    if value is None:
+        return None
+    return PackageCriteria(
+        name=string_match(value.name),
+        stack=string_match(value.stack),
+        has_spec=None
+        if value.has_spec is None
+        else spec_criteria(value.has_spec) or SpecCriteria(),
+        all_of=tuple(c for c in map(package_criteria, value.and_ or ()) if c is not None),
+        any_of=None
+        if value.or_ is None
+        else tuple(package_criteria(c) or PackageCriteria() for c in value.or_),
+        not_=package_criteria(value.not_),
+    )

@@ -1,0 +1,76 @@
+"""Relay-style pagination over an ordered result: opaque cursors bound to their query."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+
+from schema.errors import UserInputError
+
+DEFAULT_MAX_FIRST = 100
+
+
+def fingerprint(*parts: object) -> str:
+    """A short digest naming one query (index build, tag, field, arguments)."""
+    return hashlib.blake2b(repr(parts).encode(), digest_size=6).hexdigest()
+
+
+def encode_cursor(query: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{query}:{offset}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, query: str) -> int:
+    """The offset a cursor points at; it must come from the same query and index build."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        owner, _, offset_text = text.partition(":")
+        offset = int(offset_text)
+    except (ValueError, UnicodeDecodeError):
+        raise UserInputError(
+            f"malformed cursor {cursor!r}: pass a cursor exactly as the API returned it"
+        ) from None
+    if owner != query or offset < 0:
+        raise UserInputError(
+            "this cursor belongs to another query, other arguments or an older index; "
+            "start again without 'after'"
+        )
+    return offset
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The slice [start, stop) of a result of `total` items that a page shows."""
+
+    query: str
+    start: int
+    stop: int
+    total: int
+
+    @property
+    def has_next(self) -> bool:
+        return self.stop < self.total
+
+    @property
+    def has_previous(self) -> bool:
+        return self.start > 0
+
+    def cursor(self, offset: int) -> str:
+        return encode_cursor(self.query, offset)
+
+
+def window(query: str, total: int, first: int | None, after: str | None, max_first: int) -> Window:
+    """Validate `first`/`after` and pick the page; `first` above the cap is capped."""
+    if first is None:
+        first = max_first
+    if first < 0:
+        raise UserInputError(f"'first' must be 0 or more, got {first}")
+    start = 0 if after is None else decode_cursor(after, query) + 1
+    start = min(start, total)
+    return Window(query, start, min(total, start + min(first, max_first)), total)
+
+
+def dumps(value: object) -> str:
+    """Stable text of argument values, for fingerprints."""
+    return json.dumps(value, sort_keys=True, default=repr)

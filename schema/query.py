@@ -1,0 +1,109 @@
+"""The root Query type: every entry point of the API contract."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from index import queries
+from schema.context import Context
+from schema.inputs import PackageFilter, SpecFilter
+from schema.types import (
+    Package,
+    PackageConnection,
+    Spec,
+    SpecConnection,
+    Stack,
+    Tag,
+    package_connection,
+    package_object,
+    spec_connection,
+    spec_object,
+    stack_object,
+)
+
+SpecFilterArg = Annotated[SpecFilter | None, strawberry.argument(name="filter")]
+PackageFilterArg = Annotated[PackageFilter | None, strawberry.argument(name="filter")]
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(
+        description="Every snapshot (tag) of the build cache that is indexed, "
+        "e.g. develop, develop-2025-03-30, v0.22.0."
+    )
+    def tags(self, info: Info[Context, None]) -> list[Tag]:
+        store = info.context.store
+        return [
+            Tag(
+                name=name,
+                num_packages=store.snapshots[name].num_packages,
+                num_specs=store.snapshots[name].num_specs,
+                is_default=name == store.default_tag,
+            )
+            for name in store.tags
+        ]
+
+    @strawberry.field(
+        description="One package by exact name; null when the tag has no such package."
+    )
+    def package(
+        self, info: Info[Context, None], name: str, tag: str | None = None
+    ) -> Package | None:
+        snapshot = info.context.store.snapshot(tag)
+        package_id = snapshot.package_id(name)
+        return (
+            None if package_id is None else package_object(info.context, snapshot.tag, package_id)
+        )
+
+    @strawberry.field(
+        description="Packages, optionally full-text searched (ranked by relevance) and filtered; "
+        "default order: name ascending."
+    )
+    def packages(
+        self,
+        info: Info[Context, None],
+        tag: str | None = None,
+        search: str | None = None,
+        filter: PackageFilterArg = None,
+        first: int | None = 20,
+        after: str | None = None,
+    ) -> PackageConnection:
+        return package_connection(info.context, tag, None, [], filter, search, first, after)
+
+    @strawberry.field(
+        description="One spec by full hash or by an unambiguous hash prefix (Spack's /abc123); "
+        "null when none matches.\nAn ambiguous prefix is an error with extensions.code "
+        "AMBIGUOUS_HASH_PREFIX and extensions.candidates."
+    )
+    def spec(self, info: Info[Context, None], hash: str, tag: str | None = None) -> Spec | None:
+        data = queries.spec_by_hash(info.context.store.snapshot(tag), hash)
+        return None if data is None else spec_object(data)
+
+    @strawberry.field(
+        description="Specs matching all given constraints: filter (structured), query (Spack spec "
+        "syntax, e.g. 'hdf5@1.14: +mpi %gcc@13 target=x86_64_v3'), search (full text). "
+        "Default order: package name, then hash."
+    )
+    def specs(
+        self,
+        info: Info[Context, None],
+        tag: str | None = None,
+        filter: SpecFilterArg = None,
+        query: str | None = None,
+        search: str | None = None,
+        first: int | None = 20,
+        after: str | None = None,
+    ) -> SpecConnection:
+        return spec_connection(info.context, tag, None, [], filter, query, search, first, after)
+
+    @strawberry.field(description="Per-stack aggregates of a tag, ordered by name.")
+    def stacks(self, info: Info[Context, None], tag: str | None = None) -> list[Stack]:
+        return [stack_object(s) for s in queries.stacks(info.context.store.snapshot(tag))]
+
+    @strawberry.field
+    def stack(self, info: Info[Context, None], name: str, tag: str | None = None) -> Stack | None:
+        summary = queries.stack(info.context.store.snapshot(tag), name)
+        return None if summary is None else stack_object(summary)

@@ -1,0 +1,406 @@
+"""The output types of the API: plain strawberry dataclasses with thin resolvers."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from index import queries
+from index.columns import Rows
+from index.model import Compiler as CompilerData
+from index.plan import Node, RangeLeaf, RowsLeaf
+from index.snapshot import PackageData, Snapshot, SpecData
+from index.specformat import format_spec
+from index.variants import Variant as VariantData
+from schema.context import Context
+from schema.inputs import PackageFilter, SpecFilter, package_criteria, spec_criteria
+from schema.pagination import Window, fingerprint, window
+
+SHORT_HASH = 7
+
+
+@strawberry.type
+class Tag:
+    name: str
+    num_packages: int
+    num_specs: int
+    is_default: bool
+
+
+@strawberry.type
+class Compiler:
+    name: str
+    version: str | None
+    raw: str
+
+
+@strawberry.type
+class Variant:
+    name: str
+    value: str = strawberry.field(
+        description='"true"/"false" for +x/~x; "80" or "70,80" for key=value forms.'
+    )
+    raw: str = strawberry.field(description="Exactly as on the page.")
+
+
+@strawberry.type
+class Bucket:
+    value: str
+    count: int
+
+
+@strawberry.type
+class StackCount:
+    stack: str
+    count: int
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    has_previous_page: bool
+    start_cursor: str | None
+    end_cursor: str | None
+
+
+@lru_cache(maxsize=65536)
+def _compiler(data: CompilerData) -> Compiler:
+    return Compiler(name=data.name, version=data.version, raw=data.raw)
+
+
+@lru_cache(maxsize=65536)
+def _variant(data: VariantData) -> Variant:
+    return Variant(name=data.name, value=data.value, raw=data.raw)
+
+
+@strawberry.type
+class Spec:
+    hash: str
+    short_hash: str
+    name: str
+    tag: str
+    version: str
+    versions: list[str]
+    compiler: Compiler
+    os: str
+    platform: str
+    target: str
+    variants: list[Variant]
+    stacks: list[str]
+    size: int | None
+    tarball: str | None
+    _data: strawberry.Private[SpecData]
+
+    @strawberry.field
+    def package(self, info: Info[Context, None]) -> Package:
+        return package_object(info.context, self._data.tag, self._data.package_id)
+
+    @strawberry.field(
+        description="Spack-style one-line spec; pasted into `query:`, it matches this spec."
+    )
+    def format(self) -> str:
+        return format_spec(self._data)
+
+
+def spec_object(data: SpecData) -> Spec:
+    return Spec(
+        hash=data.hash,
+        short_hash=data.hash[:SHORT_HASH],
+        name=data.name,
+        tag=data.tag,
+        version=data.versions[0],
+        versions=data.versions,
+        compiler=_compiler(data.compiler),
+        os=data.os,
+        platform=data.platform,
+        target=data.target,
+        variants=[_variant(v) for v in data.variants],
+        stacks=data.stacks,
+        size=data.size,
+        tarball=data.tarball,
+        _data=data,
+    )
+
+
+def package_object(context: Context, tag: str, package_id: int) -> Package:
+    """The Package of this request for (tag, id): built once, shared by every spec."""
+    key = ("package", tag, package_id)
+    package = context.cache.get(key)
+    if package is None:
+        data = context.store.snapshot(tag).package(package_id)
+        package = context.cache[key] = Package(name=data.name, tag=data.tag, _data=data)
+    return package
+
+
+SpecFilterArg = Annotated[SpecFilter | None, strawberry.argument(name="filter")]
+PackageFilterArg = Annotated[PackageFilter | None, strawberry.argument(name="filter")]
+
+
+@strawberry.type
+class Package:
+    name: str
+    tag: str
+    _data: strawberry.Private[PackageData]
+
+    @strawberry.field(description="Distinct, newest first (Spack version order).")
+    def versions(self) -> list[str]:
+        return self._data.versions
+
+    @strawberry.field(description='Normalized "gcc@13.2.0", "none"; sorted.')
+    def compilers(self) -> list[str]:
+        return self._data.compilers
+
+    @strawberry.field
+    def oss(self) -> list[str]:
+        return self._data.oss
+
+    @strawberry.field
+    def platforms(self) -> list[str]:
+        return self._data.platforms
+
+    @strawberry.field
+    def targets(self) -> list[str]:
+        return self._data.targets
+
+    @strawberry.field(description="Sorted.")
+    def stacks(self) -> list[str]:
+        return self._data.stacks
+
+    @strawberry.field
+    def num_specs(self) -> int:
+        return self._data.num_specs
+
+    @strawberry.field(description="Sorted by stack name.")
+    def num_specs_by_stack(self) -> list[StackCount]:
+        return [StackCount(stack=s, count=c) for s, c in self._data.num_specs_by_stack]
+
+    @strawberry.field
+    def specs(
+        self,
+        info: Info[Context, None],
+        filter: SpecFilterArg = None,
+        query: str | None = None,
+        search: str | None = None,
+        first: int | None = 20,
+        after: str | None = None,
+    ) -> SpecConnection:
+        scope = RangeLeaf(self._data.lo, self._data.hi)
+        return spec_connection(
+            info.context,
+            self.tag,
+            ("package", self.name),
+            [scope],
+            filter,
+            query,
+            search,
+            first,
+            after,
+        )
+
+
+@strawberry.type
+class Stack:
+    name: str
+    tag: str
+    num_specs: int
+    num_packages: int
+    compilers: list[Bucket] = strawberry.field(
+        description="Per-value spec counts, count descending then value ascending."
+    )
+    oss: list[Bucket]
+    platforms: list[Bucket]
+    targets: list[Bucket]
+
+    @strawberry.field
+    def packages(
+        self,
+        info: Info[Context, None],
+        filter: PackageFilterArg = None,
+        search: str | None = None,
+        first: int | None = 20,
+        after: str | None = None,
+    ) -> PackageConnection:
+        snapshot = info.context.store.snapshot(self.tag)
+        scope = RowsLeaf(queries.stack_packages(snapshot, self.name))
+        return package_connection(
+            info.context, self.tag, ("stack", self.name), [scope], filter, search, first, after
+        )
+
+    @strawberry.field
+    def specs(
+        self,
+        info: Info[Context, None],
+        filter: SpecFilterArg = None,
+        query: str | None = None,
+        search: str | None = None,
+        first: int | None = 20,
+        after: str | None = None,
+    ) -> SpecConnection:
+        snapshot = info.context.store.snapshot(self.tag)
+        scope = RowsLeaf(queries.stack_rows(snapshot, self.name))
+        return spec_connection(
+            info.context,
+            self.tag,
+            ("stack", self.name),
+            [scope],
+            filter,
+            query,
+            search,
+            first,
+            after,
+        )
+
+
+def stack_object(summary: queries.StackSummary) -> Stack:
+    def buckets(pairs: list[tuple[str, int]]) -> list[Bucket]:
+        return [Bucket(value=v, count=c) for v, c in pairs]
+
+    return Stack(
+        name=summary.name,
+        tag=summary.tag,
+        num_specs=summary.num_specs,
+        num_packages=summary.num_packages,
+        compilers=buckets(summary.compilers),
+        oss=buckets(summary.oss),
+        platforms=buckets(summary.platforms),
+        targets=buckets(summary.targets),
+    )
+
+
+@strawberry.type
+class SpecFacets:
+    _snapshot: strawberry.Private[Snapshot]
+    _rows: strawberry.Private[Rows]
+
+    def _buckets(self, name: str) -> list[Bucket]:
+        return [
+            Bucket(value=v, count=c) for v, c in queries.facets(self._snapshot, self._rows, name)
+        ]
+
+    @strawberry.field
+    def compilers(self) -> list[Bucket]:
+        return self._buckets("compilers")
+
+    @strawberry.field
+    def oss(self) -> list[Bucket]:
+        return self._buckets("oss")
+
+    @strawberry.field
+    def platforms(self) -> list[Bucket]:
+        return self._buckets("platforms")
+
+    @strawberry.field
+    def targets(self) -> list[Bucket]:
+        return self._buckets("targets")
+
+    @strawberry.field
+    def stacks(self) -> list[Bucket]:
+        return self._buckets("stacks")
+
+    @strawberry.field
+    def versions(self) -> list[Bucket]:
+        return self._buckets("versions")
+
+    @strawberry.field
+    def packages(self) -> list[Bucket]:
+        return self._buckets("packages")
+
+
+@strawberry.type
+class SpecEdge:
+    cursor: str
+    node: Spec
+
+
+@strawberry.type
+class SpecConnection:
+    total_count: int
+    page_info: PageInfo
+    edges: list[SpecEdge]
+    nodes: list[Spec]
+    facets: SpecFacets = strawberry.field(
+        description="Counts over the whole matching set (not just this page)."
+    )
+
+
+@strawberry.type
+class PackageEdge:
+    cursor: str
+    node: Package
+
+
+@strawberry.type
+class PackageConnection:
+    total_count: int
+    page_info: PageInfo
+    edges: list[PackageEdge]
+    nodes: list[Package]
+
+
+def _page_info(page: Window) -> PageInfo:
+    empty = page.stop <= page.start
+    return PageInfo(
+        has_next_page=page.has_next,
+        has_previous_page=page.has_previous,
+        start_cursor=None if empty else page.cursor(page.start),
+        end_cursor=None if empty else page.cursor(page.stop - 1),
+    )
+
+
+def spec_connection(
+    context: Context,
+    tag: str | None,
+    parent: object,
+    scope: list[Node],
+    filter: SpecFilter | None,
+    query: str | None,
+    search: str | None,
+    first: int | None,
+    after: str | None,
+) -> SpecConnection:
+    """Evaluate a specs field and cut out the page asked for."""
+    store = context.store
+    snapshot = store.snapshot(tag)
+    criteria = spec_criteria(filter)
+    rows = queries.find_specs(store, snapshot, criteria, query=query, search=search, within=scope)
+    key = fingerprint(store.build_id, snapshot.tag, "specs", parent, criteria, query, search)
+    page = window(key, len(rows), first, after, context.max_first)
+    nodes = [spec_object(d) for d in snapshot.specs(rows[page.start : page.stop])]
+    return SpecConnection(
+        total_count=page.total,
+        page_info=_page_info(page),
+        edges=[SpecEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)],
+        nodes=nodes,
+        facets=SpecFacets(_snapshot=snapshot, _rows=rows),
+    )
+
+
+def package_connection(
+    context: Context,
+    tag: str | None,
+    parent: object,
+    scope: list[Node],
+    filter: PackageFilter | None,
+    search: str | None,
+    first: int | None,
+    after: str | None,
+) -> PackageConnection:
+    """Evaluate a packages field and cut out the page asked for."""
+    store = context.store
+    snapshot = store.snapshot(tag)
+    criteria = package_criteria(filter)
+    ids = queries.find_packages(store, snapshot, criteria, search=search, within=scope)
+    key = fingerprint(store.build_id, snapshot.tag, "packages", parent, criteria, search)
+    page = window(key, len(ids), first, after, context.max_first)
+    nodes = [package_object(context, snapshot.tag, int(i)) for i in ids[page.start : page.stop]]
+    return PackageConnection(
+        total_count=page.total,
+        page_info=_page_info(page),
+        edges=[
+            PackageEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)
+        ],
+        nodes=nodes,
+    )

@@ -1,0 +1,1 @@
+"""The ASGI server and the `cachegql` command line: wires `index` and `schema` together."""

@@ -1,0 +1,205 @@
+"""The `cachegql` command: build indexes, serve them, generate demo data, print the schema."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXAMPLES = """\
+examples:
+  cachegql serve                                   serve the embedded demo data on :8000
+  cachegql index _cache/ --out ./ix                index a checkout of cache.spack.io's _cache/
+  cachegql serve --index ./ix --port 8080          serve it; rebuilds are picked up live
+  cachegql demo-data --specs 1000000 --out /tmp/pages
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help()
+        return 2
+    code: int = args.run(args)
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cachegql",
+        description="GraphQL gateway and search index over Spack build-cache listings.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    index = commands.add_parser(
+        "index",
+        help="build an index from package pages",
+        description="Read package pages (files, or folders searched recursively; pages are "
+        "recognised by content) and publish a new index at --out atomically: a failed build "
+        "leaves the previous index in place.",
+    )
+    index.add_argument(
+        "sources", nargs="+", type=Path, metavar="SOURCE", help="page file or folder"
+    )
+    index.add_argument(
+        "--out", required=True, type=Path, metavar="DIR", help="index path to publish"
+    )
+    index.add_argument(
+        "--strict", action="store_true", help="fail on the first problem instead of reporting it"
+    )
+    index.add_argument("--quiet", "-q", action="store_true", help="print only the summary line")
+    index.add_argument(
+        "--verbose", "-v", action="store_true", help="also list files skipped as not pages"
+    )
+    index.set_defaults(run=_index)
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the GraphQL API (and GraphiQL at /graphql)",
+        description="Serve the GraphQL API at /graphql. Without --index, serves the embedded "
+        "demo data set (built into the user cache on first start).",
+    )
+    serve.add_argument("--index", type=Path, metavar="DIR", help="index built by 'cachegql index'")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--default-tag", metavar="TAG", help="tag used when a query names none")
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    serve.add_argument("--max-first", type=int, default=100, help="page size cap (default 100)")
+    serve.add_argument(
+        "--reload-interval",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often to look for a newly published index; 0 turns it off (default 2)",
+    )
+    serve.set_defaults(run=_serve)
+
+    demo = commands.add_parser(
+        "demo-data",
+        help="write synthetic package pages (deterministic)",
+        description="Write realistic synthetic pages as _cache/<tag>/<package>/specs.md.",
+    )
+    demo.add_argument("--out", required=True, type=Path, metavar="DIR")
+    demo.add_argument("--specs", type=int, default=5000)
+    demo.add_argument("--packages", type=int, default=200)
+    demo.add_argument("--tags", default="develop,v0.23.0", help="comma-separated tag names")
+    demo.add_argument("--seed", type=int, default=1)
+    demo.set_defaults(run=_demo)
+
+    schema = commands.add_parser("schema", help="print the GraphQL schema (SDL)")
+    schema.add_argument(
+        "--check", type=Path, metavar="FILE", help="exit 1 if FILE differs from the schema"
+    )
+    schema.set_defaults(run=_schema)
+    return parser
+
+
+def _index(args: argparse.Namespace) -> int:
+    from index.indexer import BuildError, build_index
+    from index.ingest import StrictModeError
+    from index.publish import PublishError
+    from index.sources import SourceError
+    from server.progress import ProgressBar
+
+    progress = None if args.quiet else ProgressBar("reading pages")
+    try:
+        report = build_index(args.sources, args.out, strict=args.strict, on_progress=progress)
+    except StrictModeError as exc:
+        print(f"error (--strict): {exc.problem}; nothing was published", file=sys.stderr)
+        return 1
+    except (BuildError, PublishError, SourceError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        for problem in report.problems:
+            print(f"problem: {problem}", file=sys.stderr)
+        if args.verbose:
+            for skipped in report.skipped:
+                print(f"skipped: {skipped}", file=sys.stderr)
+        for tag, count in report.tags.items():
+            print(f"  {tag}: {count} specs", file=sys.stderr)
+        if report.skipped:
+            print(
+                f"  {len(report.skipped)} files skipped as not pages (-v lists them)",
+                file=sys.stderr,
+            )
+    print(report.summary())
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from index.store import IndexLoadError, IndexStore
+    from server.app import Settings
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
+    if args.index is None:
+        from server.default_data import default_index
+
+        print("no --index given: serving the embedded demo data", file=sys.stderr)
+        index = default_index()
+    else:
+        index = args.index
+    try:
+        IndexStore(index, args.default_tag).close()  # fail here, clearly, not in a worker
+    except IndexLoadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    settings = Settings(
+        index=index,
+        default_tag=args.default_tag,
+        max_first=args.max_first,
+        reload_interval=args.reload_interval,
+    )
+    os.environ.update(settings.to_env())
+    print(f"GraphiQL and the API: http://{args.host}:{args.port}/graphql", file=sys.stderr)
+    uvicorn.run(
+        "server.app:app_from_env",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        loop="uvloop",
+        http="httptools",
+        log_level="info",
+    )
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from index.demo import DemoConfig, write_pages
+
+    tags = tuple(t.strip() for t in args.tags.split(",") if t.strip())
+    config = DemoConfig(packages=args.packages, specs=args.specs, tags=tags, seed=args.seed)
+    pages, specs = write_pages(config, args.out)
+    print(f"wrote {pages} pages, {specs} specs to {args.out}")
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from schema.app import export_sdl
+
+    sdl = export_sdl()
+    if args.check is None:
+        sys.stdout.write(sdl)
+        return 0
+    if args.check.read_text() != sdl:
+        print(
+            f"{args.check} is stale: regenerate it with 'cachegql schema > {args.check}'",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

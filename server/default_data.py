@@ -1,0 +1,49 @@
+"""The embedded default data set: generated pages, indexed once into the user's cache."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from pathlib import Path
+
+from index.build import FORMAT_VERSION
+from index.demo import DemoConfig, write_pages
+from index.indexer import build_index
+from index.store import IndexStore
+
+DEFAULT_CONFIG = DemoConfig()
+# Bump when the generator's output changes, so cached default indexes are rebuilt.
+GENERATOR_VERSION = 1
+
+
+def cache_folder() -> Path:
+    base = os.environ.get("CACHEGQL_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+    return Path(base) / "cachegql" if base else Path.home() / ".cache" / "cachegql"
+
+
+def default_index(folder: Path | None = None, config: DemoConfig = DEFAULT_CONFIG) -> Path:
+    """The index of the default data, built on first use and reused afterwards."""
+    folder = folder or cache_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    name = (
+        f"default-g{GENERATOR_VERSION}-f{FORMAT_VERSION}-"
+        f"{config.packages}p-{config.specs}s-{len(config.tags)}t-seed{config.seed}"
+    )
+    out = folder / name
+    # Two servers starting at once must not build it twice.
+    with (folder / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _usable(out):
+            with tempfile.TemporaryDirectory(prefix="cachegql-demo-") as pages:
+                write_pages(config, Path(pages))
+                build_index([Path(pages)], out, strict=True)
+    return out
+
+
+def _usable(out: Path) -> bool:
+    try:
+        IndexStore(out).close()
+    except Exception:
+        return False
+    return True

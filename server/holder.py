@@ -1,0 +1,43 @@
+"""Holds the index being served and swaps in a newly published build without a restart."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from index.publish import resolve
+from index.store import IndexStore
+
+logger = logging.getLogger("cachegql.server")
+
+
+class IndexHolder:
+    """The current `IndexStore`; each request takes it once and keeps it to the end."""
+
+    def __init__(self, path: Path, default_tag: str | None = None) -> None:
+        self.path = path
+        self.default_tag = default_tag
+        self.store = IndexStore(path, default_tag)
+
+    def reload_if_changed(self) -> bool:
+        """Open the build `path` now points to, if it changed; keep the old one on failure."""
+        try:
+            folder = resolve(self.path)
+        except OSError as exc:
+            logger.error(
+                "index %s is unreadable (%s); still serving %s", self.path, exc, self.store.build_id
+            )
+            return False
+        if folder == self.store.folder:
+            return False
+        try:
+            store = IndexStore(self.path, self.default_tag)
+        except Exception:
+            logger.exception(
+                "new index at %s failed to load; still serving %s", folder, self.store.build_id
+            )
+            return False
+        # Requests already running keep the old store; it is freed when they finish.
+        self.store = store
+        logger.info("now serving index build %s", store.build_id)
+        return True

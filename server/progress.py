@@ -1,0 +1,30 @@
+"""A one-line progress bar for terminals; silent when stderr is not a terminal."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+WIDTH = 30
+REFRESH_SECONDS = 0.1
+
+
+class ProgressBar:
+    def __init__(self, label: str, stream: TextIO = sys.stderr) -> None:
+        self.label = label
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self._shown_at = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (done < total and now - self._shown_at < REFRESH_SECONDS):
+            return
+        self._shown_at = now
+        filled = WIDTH * done // max(total, 1)
+        bar = "#" * filled + "-" * (WIDTH - filled)
+        self.stream.write(f"\r{self.label} [{bar}] {done}/{total}")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()

@@ -1,0 +1,102 @@
+"""Shared fixtures: the test pages, an index built from them, and the app over HTTP."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+
+from index.indexer import build_index
+from server.app import Settings, create_app
+from tests import oracle
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PAGES = FIXTURES / "pages"
+SHARED = Path(os.environ.get("CACHEGQL_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+
+
+@pytest.fixture(scope="session")
+def pages_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An index of the test pages, built once per session (tests must not modify it)."""
+    out = tmp_path_factory.mktemp("index") / "ix"
+    build_index([PAGES], out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def expected() -> dict[str, dict[str, dict[str, Any]]]:
+    """The test pages read independently: {tag: {hash: spec}}."""
+    return oracle.read_specs([PAGES])
+
+
+class LiveServer:
+    """A real uvicorn serving an app on 127.0.0.1 (a free port) in a background thread."""
+
+    def __init__(self, app: Starlette) -> None:
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *_: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+class GraphQLClient:
+    """Posts queries to the app over HTTP and returns the JSON body."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        self.http = client
+
+    def __call__(self, query: str, **variables: Any) -> dict[str, Any]:
+        response = self.http.post("/graphql", json={"query": query, "variables": variables})
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    def data(self, query: str, **variables: Any) -> dict[str, Any]:
+        body = self(query, **variables)
+        assert "errors" not in body, body["errors"]
+        data: dict[str, Any] = body["data"]
+        return data
+
+    def error(self, query: str, **variables: Any) -> dict[str, Any]:
+        body = self(query, **variables)
+        assert body.get("errors"), body
+        error: dict[str, Any] = body["errors"][0]
+        return error
+
+
+@pytest.fixture(scope="session")
+def gql(pages_index: Path) -> Iterator[GraphQLClient]:
+    app = create_app(Settings(index=pages_index, reload_interval=0))
+    with LiveServer(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        yield GraphQLClient(client)
+
+
+def shared_or_skip() -> Path:
+    """../shared, or skip (but fail under CI, where it must exist)."""
+    if (SHARED / "corpus").is_dir():
+        return SHARED
+    message = f"corpus suite: {SHARED}/corpus not found (set CACHEGQL_SHARED to its parent folder)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + "; CI=true requires it")
+    pytest.skip(message)
