@@ -21,6 +21,7 @@ from index.plan import (
     within,
 )
 from index.snapshot import Snapshot
+from index.specquery import SpecQuery
 
 _SPEC_COLUMNS = {
     "package": "package",
@@ -63,6 +64,31 @@ def spec_node(snapshot: Snapshot, criteria: SpecCriteria | None) -> Node:
     if criteria.not_ is not None:
         parts.append(Not(spec_node(snapshot, criteria.not_)))
     return conjunction(parts)
+
+
+def query_node(snapshot: Snapshot, query: SpecQuery) -> Node:
+    """A plan node for the spec rows matching a parsed Spack spec query."""
+    simple = SpecCriteria(
+        hash_prefix=query.hash_prefix,
+        package=_exactly(query.name),
+        compiler_name=_exactly(query.compiler.name if query.compiler else None),
+        os=_exactly(query.os),
+        platform=_exactly(query.platform),
+        target=_exactly(query.target),
+        variants=query.variants,
+    )
+    parts = [spec_node(snapshot, simple)]
+    if query.versions is not None:
+        ids = snapshot.version_ids(query.versions.ranges)
+        parts.append(ValuesLeaf(snapshot.columns["version"], ids) if len(ids) else Nothing())
+    if query.compiler is not None and query.compiler.versions is not None:
+        ids = snapshot.compiler_ids(query.compiler.name, query.compiler.versions.ranges)
+        parts.append(ValuesLeaf(snapshot.columns["compiler"], ids) if len(ids) else Nothing())
+    return conjunction(parts)
+
+
+def _exactly(value: str | None) -> StringMatch | None:
+    return None if value is None else StringMatch(eq=value)
 
 
 def package_node(snapshot: Snapshot, criteria: PackageCriteria | None) -> Node:

@@ -10,12 +10,12 @@ import numpy as np
 from index.build import buckets
 from index.columns import Rows
 from index.criteria import CriteriaError, PackageCriteria, SpecCriteria
-from index.filtering import package_node, spec_node
+from index.filtering import package_node, query_node, spec_node
 from index.hashes import normalize_prefix
 from index.plan import Node, RowsLeaf, conjunction
 from index.search import search_packages, search_specs
 from index.snapshot import Snapshot, SpecData
-from index.specquery import query_node
+from index.specquery import parse_spec_query
 from index.store import IndexStore
 
 MAX_CANDIDATES = 10
@@ -66,7 +66,7 @@ def find_specs(
     """Rows matching everything given, in result order (best first when searching)."""
     parts = [spec_node(snapshot, criteria), *(within or [])]
     if query is not None:
-        parts.append(query_node(snapshot, query))
+        parts.append(query_node(snapshot, parse_spec_query(query)))
     ranked = search_specs(snapshot, store.text, search) if search is not None else None
     if ranked is not None:
         parts.append(RowsLeaf(ranked.ids))

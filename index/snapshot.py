@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -17,6 +18,7 @@ from index.criteria import StringMatch
 from index.hashes import prefix_range
 from index.model import Compiler, parse_compiler
 from index.variants import Variant, parse_variant
+from index.versions import VersionKey, VersionRange, version_key
 
 SINGLE_COLUMNS = (
     "package",
@@ -128,6 +130,37 @@ class Snapshot:
 
     def package_range(self, package_id: int) -> tuple[int, int]:
         return int(self.package_start[package_id]), int(self.package_start[package_id + 1])
+
+    # Versions
+
+    @cached_property
+    def _version_keys(self) -> list[VersionKey]:
+        return [version_key(v) for v in self.columns["version"].values]
+
+    def version_ids(self, ranges: Iterable[VersionRange]) -> IdArray:
+        """Ids of the versions in any of `ranges`; the dictionary is in version order."""
+        keys = self._version_keys
+        ids: set[int] = set()
+        for part in ranges:
+            if part.exact and part.low is not None:
+                lo, hi = bisect.bisect_left(keys, part.low), bisect.bisect_right(keys, part.low)
+            else:
+                lo = 0 if part.low is None else bisect.bisect_left(keys, part.low)
+                hi = len(keys) if part.high is None else bisect.bisect_left(keys, part.high)
+            ids.update(range(lo, hi))
+        return np.array(sorted(ids), dtype=np.intp)
+
+    def compiler_ids(self, name: str, ranges: Iterable[VersionRange]) -> IdArray:
+        """Ids of the normalized compilers named `name` whose version is in `ranges`."""
+        ranges = list(ranges)
+        ids = [
+            i
+            for i, text in enumerate(self.columns["compiler"].values)
+            if (parsed := parse_compiler(text)).name == name
+            and parsed.version is not None
+            and any(r.contains(parsed.version) for r in ranges)
+        ]
+        return np.array(ids, dtype=np.intp)
 
     # Specs
 

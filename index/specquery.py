@@ -1,11 +1,280 @@
-"""Spack spec syntax in queries (`hdf5@1.14: +mpi %gcc@13`)."""
+"""Spack spec syntax in queries: `hdf5@1.14: +mpi %gcc@13 target=x86_64_v3 /22xi27u`.
+
+The grammar is Spack's for one node: an optional package name, then in any order
+`@versions`, `%compiler[@versions]`, `+v ~v -v`, `v=x` (also `v:=x`, `v==x`,
+multi-valued `v=a,b`, quoted values), `os= target= platform= arch=p-o-t` and
+`/hashprefix`. What pages cannot answer (dependencies `^dep`, compiler flags,
+namespaces, target ranges) is refused with a message rather than ignored.
+"""
 
 from __future__ import annotations
 
-from index.criteria import CriteriaError
-from index.plan import Node
-from index.snapshot import Snapshot
+import re
+from dataclasses import dataclass, field
+
+from index.criteria import CriteriaError, VariantConstraint
+from index.hashes import normalize_prefix
+from index.variants import parse_variant
+from index.versions import VersionRange, parse_constraint
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.]*")
+_VARIANT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.]*")
+_VERSION_LIST = re.compile(r"[A-Za-z0-9_.\-=:,]+")
+_VALUE = re.compile(r"[A-Za-z0-9_\-+*.,:=%~/]+")
+_HASH = re.compile(r"[A-Za-z0-9_]+")
+_OS_KEYS = ("os", "operating_system")
+_ARCH_KEYS = ("arch", "architecture")
+_FLAG_KEYS = ("cflags", "cxxflags", "fflags", "ldflags", "ldlibs", "cppflags")
+CONTEXT = 20
 
 
-def query_node(snapshot: Snapshot, text: str) -> Node:
-    raise CriteriaError("the 'query' argument (Spack spec syntax) is not supported yet")
+class SpecQueryError(CriteriaError):
+    """A spec query that cannot be used; the message shows where and why."""
+
+
+class SpecSyntaxError(SpecQueryError):
+    """The text is not valid spec syntax."""
+
+    def __init__(self, text: str, position: int, problem: str, expected: str) -> None:
+        self.text, self.position, self.problem, self.expected = text, position, problem, expected
+        super().__init__(
+            f"{problem} at column {position + 1}: expected {expected}\n{_pointer(text, position)}"
+        )
+
+
+class UnsupportedSpecError(SpecQueryError):
+    """Valid spec syntax that the index cannot answer (pages carry no such data)."""
+
+
+def _pointer(text: str, position: int) -> str:
+    start = max(0, position - CONTEXT)
+    prefix = "..." if start else ""
+    window = text[start : position + CONTEXT]
+    suffix = "..." if position + CONTEXT < len(text) else ""
+    return f"  {prefix}{window}{suffix}\n  {' ' * (len(prefix) + position - start)}^"
+
+
+@dataclass(frozen=True, slots=True)
+class VersionConstraint:
+    text: str
+    ranges: tuple[VersionRange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompilerConstraint:
+    name: str
+    versions: VersionConstraint | None
+
+
+@dataclass(frozen=True, slots=True)
+class SpecQuery:
+    """One parsed spec query; every given part must hold."""
+
+    text: str
+    name: str | None = None
+    versions: VersionConstraint | None = None
+    compiler: CompilerConstraint | None = None
+    variants: tuple[VariantConstraint, ...] = ()
+    os: str | None = None
+    platform: str | None = None
+    target: str | None = None
+    hash_prefix: str | None = None
+
+
+@dataclass
+class _Parser:
+    text: str
+    position: int = 0
+    parts: dict[str, object] = field(default_factory=dict)
+    variants: list[VariantConstraint] = field(default_factory=list)
+
+    def fail(self, problem: str, expected: str, position: int | None = None) -> SpecSyntaxError:
+        return SpecSyntaxError(
+            self.text, self.position if position is None else position, problem, expected
+        )
+
+    def skip_spaces(self) -> bool:
+        start = self.position
+        while self.position < len(self.text) and self.text[self.position].isspace():
+            self.position += 1
+        return self.position > start
+
+    def peek(self) -> str:
+        return self.text[self.position] if self.position < len(self.text) else ""
+
+    def take(self, pattern: re.Pattern[str], expected: str) -> str:
+        self.skip_spaces()
+        match = pattern.match(self.text, self.position)
+        if not match:
+            found = self.peek()
+            raise self.fail(
+                f"unexpected {found!r}" if found else "unexpected end of query", expected
+            )
+        self.position = match.end()
+        return match.group()
+
+    def set_once(self, key: str, value: object, label: str, start: int) -> None:
+        if key in self.parts:
+            raise self.fail(f"a second {label}", f"one {label} per spec", start)
+        self.parts[key] = value
+
+    def parse(self) -> SpecQuery:
+        spaced = True
+        while True:
+            spaced = self.skip_spaces() or spaced
+            if self.position >= len(self.text):
+                break
+            self.item(spaced)
+            spaced = False
+        return SpecQuery(text=self.text, variants=tuple(self.variants), **self.parts)  # type: ignore[arg-type]
+
+    def item(self, after_space: bool) -> None:
+        start = self.position
+        char = self.peek()
+        if char == "@":
+            self.position += 1
+            self.set_once("versions", self.version_list(start), "version constraint", start)
+        elif char == "%":
+            self.compiler(start)
+        elif char in "+~" or (char == "-" and (after_space or start == 0)):
+            self.bool_variant(start)
+        elif char == "/":
+            self.position += 1
+            digits = self.take(_HASH, "a hash prefix after '/'")
+            try:
+                prefix = normalize_prefix(digits)
+            except CriteriaError as exc:
+                raise self.fail(
+                    f"bad hash prefix /{digits}", f"base32 characters ({exc})", start
+                ) from None
+            self.set_once("hash_prefix", prefix, "hash", start)
+        elif char == "^":
+            raise UnsupportedSpecError(
+                "dependency constraints ('^...') cannot be answered: cache pages list no "
+                f"dependencies of a spec\n{_pointer(self.text, start)}"
+            )
+        elif _NAME.match(self.text, start):
+            self.word(start)
+        else:
+            raise self.fail(
+                f"unexpected {char!r}",
+                "a package name, @version, %compiler, +variant, ~variant, key=value or /hash",
+            )
+
+    def version_list(self, start: int) -> VersionConstraint:
+        text = self.take(
+            _VERSION_LIST, "a version, range or list after '@' (e.g. @1.2, @1.2:1.4, @=1.2)"
+        )
+        try:
+            ranges = parse_constraint(text)
+        except ValueError as exc:
+            raise self.fail(
+                f"bad version constraint @{text} ({exc})", "a valid version constraint", start
+            ) from None
+        return VersionConstraint(text, tuple(ranges))
+
+    def compiler(self, start: int) -> None:
+        self.position += 1
+        if self.peek() == "%":
+            raise UnsupportedSpecError(
+                "propagated compiler preferences ('%%') cannot be answered from cache pages\n"
+                + _pointer(self.text, start)
+            )
+        name = self.take(_NAME, "a compiler name after '%' (e.g. %gcc or %gcc@13)")
+        if self.peek() in (",", "="):
+            raise UnsupportedSpecError(
+                "per-language compilers ('%c,cxx=gcc') cannot be answered: pages record one "
+                f"compiler per spec; write %gcc@13 instead\n{_pointer(self.text, start)}"
+            )
+        versions = None
+        if self.peek() == "@":
+            self.position += 1
+            versions = self.version_list(start)
+        self.set_once("compiler", CompilerConstraint(name, versions), "compiler", start)
+
+    def bool_variant(self, start: int) -> None:
+        sign = self.peek()
+        self.position += 1
+        if self.peek() == sign:  # ++x / ~~x propagate to dependencies; the root must still hold
+            self.position += 1
+        name = self.take(_VARIANT_NAME, f"a variant name after {sign!r}")
+        self.variants.append(
+            VariantConstraint(parse_variant(("~" if sign == "-" else sign) + name))
+        )
+
+    def word(self, start: int) -> None:
+        name = self.take(_NAME, "a name")
+        operator = re.compile(r"\s*(:==|:=|==|=)\s*").match(self.text, self.position)
+        if operator is None:
+            if "name" in self.parts:
+                raise self.fail(
+                    f"a second package name {name!r}",
+                    "one spec per query (a name starts a new spec)",
+                    start,
+                )
+            self.parts["name"] = name
+            return
+        self.position = operator.end()
+        value = self.value(start, name)
+        self.key_value(name, operator.group(1), value, start)
+
+    def value(self, start: int, key: str) -> str:
+        quote = self.peek()
+        if quote in ("'", '"'):
+            end = self.text.find(quote, self.position + 1)
+            if end < 0:
+                raise self.fail("unterminated quoted value", f"a closing {quote}", self.position)
+            value = self.text[self.position + 1 : end]
+            self.position = end + 1
+            return value
+        match = _VALUE.match(self.text, self.position)
+        if not match:
+            raise self.fail(f"no value for {key!r}", f"a value after '{key}='")
+        self.position = match.end()
+        return match.group()
+
+    def key_value(self, key: str, operator: str, value: str, start: int) -> None:
+        if key in _OS_KEYS:
+            self.set_once("os", value, "os", start)
+        elif key == "platform":
+            self.set_once("platform", value, "platform", start)
+        elif key == "target":
+            if ":" in value or "," in value:
+                raise UnsupportedSpecError(
+                    f"target ranges and lists ({value!r}) need archspec's microarchitecture "
+                    "order, which the index does not have; name one target\n"
+                    + _pointer(self.text, start)
+                )
+            self.set_once("target", value, "target", start)
+        elif key in _ARCH_KEYS:
+            parts = value.split("-")
+            if len(parts) == 3:
+                for part_key, part in zip(("platform", "os", "target"), parts, strict=True):
+                    self.set_once(part_key, part, part_key, start)
+            else:
+                self.set_once("target", value, "target", start)
+        elif key in _FLAG_KEYS:
+            raise UnsupportedSpecError(
+                f"compiler flags ({key}=...) cannot be answered: cache pages do not record them\n"
+                + _pointer(self.text, start)
+            )
+        elif key == "namespace":
+            raise UnsupportedSpecError(
+                "namespaces cannot be answered: cache pages do not record them\n"
+                + _pointer(self.text, start)
+            )
+        else:
+            text = f"{key}={value}" if "," not in value else f"{key}='{value}'"
+            try:
+                self.variants.append(VariantConstraint(parse_variant(text)))
+            except ValueError as exc:
+                raise self.fail(
+                    f"bad variant {key}{operator}{value}", f"a variant value ({exc})", start
+                ) from None
+
+
+def parse_spec_query(text: str) -> SpecQuery:
+    """Parse a spec query; raise SpecSyntaxError or UnsupportedSpecError with a clear message."""
+    if not text.strip():
+        raise SpecSyntaxError(text, 0, "empty query", "a spec such as 'hdf5@1.14 +mpi'")
+    return _Parser(text).parse()

@@ -9,11 +9,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+QUERY_BATCH = 1000
 EXAMPLES = """\
 examples:
   cachegql serve                                   serve the embedded demo data on :8000
   cachegql index _cache/ --out ./ix                index a checkout of cache.spack.io's _cache/
   cachegql serve --index ./ix --port 8080          serve it; rebuilds are picked up live
+  cachegql query 'hdf5@1.14: +mpi %gcc@13 target=aarch64' --index ./ix
   cachegql demo-data --specs 1000000 --out /tmp/pages
 """
 
@@ -24,7 +26,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return code
 
 
@@ -93,6 +100,21 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--tags", default="develop,v0.23.0", help="comma-separated tag names")
     demo.add_argument("--seed", type=int, default=1)
     demo.set_defaults(run=_demo)
+
+    query = commands.add_parser(
+        "query",
+        help="list specs matching a Spack spec, like 'spack buildcache list -l'",
+        description="Print the specs matching a Spack spec string (e.g. 'hdf5@1.14: +mpi "
+        "%%gcc@13 target=aarch64'), one a line: short hash, then the spec. Same engine as "
+        "the API's specs(query:).",
+    )
+    query.add_argument("spec", metavar="SPEC", help="spec string; quote it in the shell")
+    query.add_argument(
+        "--index", type=Path, metavar="DIR", help="index to ask (default: the demo data)"
+    )
+    query.add_argument("--tag", help="tag to ask (default: the index's default tag)")
+    query.add_argument("--json", action="store_true", help="print JSON instead of lines")
+    query.set_defaults(run=_query)
 
     schema = commands.add_parser("schema", help="print the GraphQL schema (SDL)")
     schema.add_argument(
@@ -182,6 +204,58 @@ def _demo(args: argparse.Namespace) -> int:
     config = DemoConfig(packages=args.packages, specs=args.specs, tags=tags, seed=args.seed)
     pages, specs = write_pages(config, args.out)
     print(f"wrote {pages} pages, {specs} specs to {args.out}")
+    return 0
+
+
+def _query(args: argparse.Namespace) -> int:
+    import json
+
+    from index.criteria import CriteriaError
+    from index.queries import find_specs
+    from index.specformat import format_spec
+    from index.store import IndexLoadError, IndexStore
+
+    if args.index is None:
+        from server.default_data import default_index
+
+        args.index = default_index()
+    try:
+        store = IndexStore(args.index)
+        snapshot = store.snapshot(args.tag)
+        rows = find_specs(store, snapshot, query=args.spec)
+    except (IndexLoadError, CriteriaError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        specs = [
+            {
+                "hash": s.hash,
+                "name": s.name,
+                "version": s.versions[0],
+                "compiler": s.compiler.normalized,
+                "os": s.os,
+                "platform": s.platform,
+                "target": s.target,
+                "variants": [v.raw for v in s.variants],
+                "stacks": s.stacks,
+                "format": format_spec(s),
+            }
+            for s in snapshot.specs(rows)
+        ]
+        json.dump(
+            {"tag": snapshot.tag, "query": args.spec, "count": len(specs), "specs": specs},
+            sys.stdout,
+            indent=1,
+        )
+        sys.stdout.write("\n")
+        return 0
+    for start in range(0, len(rows), QUERY_BATCH):
+        for spec in snapshot.specs(rows[start : start + QUERY_BATCH]):
+            print(f"{spec.hash[:7]} {format_spec(spec, with_hash=False)}")
+    print(
+        f"==> {len(rows)} matching spec{'' if len(rows) == 1 else 's'} in {snapshot.tag}",
+        file=sys.stderr,
+    )
     return 0
 
 
