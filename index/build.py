@@ -18,7 +18,7 @@ from index.textindex import ATOM, PACKAGE, TextDocument, write_text_index
 from index.variants import parse_variant
 from index.versions import sort_versions
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 BUCKET_COLUMNS = {
     "compilers": "compiler",
@@ -39,14 +39,11 @@ class TagSummary:
 def write_index(ingested: Ingested, folder: Path, build_id: str, sources: list[str]) -> None:
     """Write a complete index for `ingested` into the empty `folder`."""
     summaries = []
-    documents: list[TextDocument] = []
     for number, tag in enumerate(sorted(ingested.tables)):
         tag_folder = folder / "tags" / str(number)
         tag_folder.mkdir(parents=True)
-        summary, tag_documents = write_tag(ingested.tables[tag], tag_folder)
-        summaries.append(TagSummary(tag, f"tags/{number}", summary[0], summary[1]))
-        documents.extend(tag_documents)
-    write_text_index(folder / "text", documents)
+        packages, specs = write_tag(ingested.tables[tag], tag_folder)
+        summaries.append(TagSummary(tag, f"tags/{number}", packages, specs))
     manifest = {
         "format": FORMAT_VERSION,
         "build_id": build_id,
@@ -59,8 +56,8 @@ def write_index(ingested: Ingested, folder: Path, build_id: str, sources: list[s
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
-def write_tag(table: TagTable, folder: Path) -> tuple[tuple[int, int], list[TextDocument]]:
-    """Write one tag's columns; return (packages, specs) and its text documents."""
+def write_tag(table: TagTable, folder: Path) -> tuple[int, int]:
+    """Write one tag's columns and text index; return its numbers of packages and specs."""
     codes = {c: np.frombuffer(table.codes[c], dtype=np.int32) for c in table.COLUMNS}
     values = {c: table.dictionaries[c].values for c in table.COLUMNS}
 
@@ -135,11 +132,10 @@ def write_tag(table: TagTable, folder: Path) -> tuple[tuple[int, int], list[Text
     dictionaries["stack_summaries"] = _stack_summaries(stacks, package, bucket_codes, dictionaries)
     (folder / "dictionaries.json").write_text(json.dumps(dictionaries), encoding="utf-8")
 
-    documents = [TextDocument(table.tag, PACKAGE, i, n) for i, n in enumerate(package_names)]
-    documents.extend(
-        TextDocument(table.tag, ATOM, i, _atom_words(atom)) for i, atom in enumerate(atom_names)
-    )
-    return (len(package_names), num_rows), [d for d in documents if d.text]
+    documents = [TextDocument(PACKAGE, i, n) for i, n in enumerate(package_names)]
+    documents.extend(TextDocument(ATOM, i, _atom_words(atom)) for i, atom in enumerate(atom_names))
+    write_text_index(folder / "text", (d for d in documents if d.text))
+    return len(package_names), num_rows
 
 
 def _sorted_codes(texts: list[str], codes: Codes) -> tuple[list[str], Codes]:

@@ -65,10 +65,10 @@ class TagTable:
 
     def add(self, spec: SpecRecord, page_id: int) -> int | None:
         """Add a spec; if its hash is already here, return the earlier row instead."""
-        codes = [self.dictionaries[c](getattr(spec, c)) for c in self.COLUMNS]
         earlier = self.rows_by_hash.get(spec.hash)
         if earlier is not None:
             return earlier
+        codes = [self.dictionaries[c](getattr(spec, c)) for c in self.COLUMNS]
         self.rows_by_hash[spec.hash] = len(self.hashes)
         self.hashes.append(spec.hash)
         for column, code in zip(self.COLUMNS, codes, strict=True):

@@ -226,7 +226,10 @@ def _tarball(value: object, where: str) -> str | None:
 
 def _meta_disagreements(raw: str, details: list[Any], page: Page) -> list[Problem]:
     """Compare `meta` with what `spec_details` says; spec_details is the truth."""
-    meta = _json(raw, "meta")
+    try:
+        meta = _json(raw, "meta")
+    except PageError as exc:
+        return [Problem(page.path, f"{exc}; ignored, spec_details are used")]
     if not isinstance(meta, dict):
         return [Problem(page.path, f"'meta' must be a JSON object, not {_kind(meta)}; ignored")]
     problems = []
@@ -255,9 +258,16 @@ def _meta_disagreements(raw: str, details: list[Any], page: Page) -> list[Proble
         if meta_key not in meta:
             continue
         actual = _summary(page.specs, spec_key)
-        if _as_set(meta[meta_key]) != actual:
+        claimed = _as_set(meta[meta_key])
+        if meta_key == "compilers":
+            claimed, actual = _normalized(claimed), _normalized(actual)
+        if claimed != actual:
             disagree(meta_key, sorted(_as_set(meta[meta_key])), sorted(actual))
     return problems
+
+
+def _normalized(compilers: set[str]) -> set[str]:
+    return {c.replace("@=", "@") for c in compilers}
 
 
 def _as_set(value: object) -> set[str]:

@@ -162,6 +162,8 @@ class ValuesLeaf:
         return mask
 
     def rows(self, lo: int, hi: int) -> Rows:
+        if len(self.value_ids) == 1:
+            return within(self.column.postings(int(self.value_ids[0])), lo, hi)
         if self._size > SCAN_SHARE * (hi - lo) or len(self.value_ids) > MAX_MERGED_LISTS:
             found = np.flatnonzero(self._value_mask()[self.column.codes[lo:hi]]) + lo
             return found.astype(np.int32)
@@ -192,6 +194,8 @@ class SetLeaf:
         return self._sets
 
     def rows(self, lo: int, hi: int) -> Rows:
+        if len(self.value_ids) == 1:
+            return within(self.column.postings(int(self.value_ids[0])), lo, hi)
         if len(self.value_ids) > MAX_MERGED_LISTS:
             found = np.flatnonzero(self._set_mask()[self.column.codes[lo:hi]]) + lo
             return found.astype(np.int32)

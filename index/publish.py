@@ -3,7 +3,8 @@
 `--out DIR` is a symbolic link to one complete build in `DIR.builds/`. A build is
 written to `DIR.builds/<id>.partial`, renamed when complete, and only then is the
 link swapped with one `rename`, so a reader sees the old index or the new one,
-never half of either. The previous build is kept for servers still reading it.
+never half of either. The build it replaced is kept for servers still reading it;
+older ones are deleted.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import time
 from pathlib import Path
 
 PARTIAL = ".partial"
-KEEP_BUILDS = 2
 STALE_PARTIAL_SECONDS = 6 * 3600
 
 
@@ -53,10 +53,11 @@ def publish(staging: Path, out: Path) -> Path:
     """Make `out` point at the finished build in `staging`; return the build's folder."""
     final = staging.with_name(staging.name.removesuffix(PARTIAL))
     staging.rename(final)
+    replaced = out.resolve().name if out.is_symlink() else None
     link = out.with_name(f".{out.name}.link-{final.name}")
     link.symlink_to(Path(builds_folder(out).name) / final.name)
     link.replace(out)
-    _prune(builds_folder(out), keep=final.name)
+    _prune(builds_folder(out), keep={final.name, replaced})
     return final
 
 
@@ -65,9 +66,13 @@ def resolve(index: Path) -> Path:
     return index.resolve(strict=True)
 
 
-def _prune(folder: Path, keep: str) -> None:
-    finished = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.endswith(PARTIAL))
-    older = [p for p in finished if p.name != keep][: max(0, len(finished) - KEEP_BUILDS)]
+def _prune(folder: Path, keep: set[str | None]) -> None:
+    """Delete finished builds other than `keep` (the new one and the one it replaced)."""
+    older = [
+        p
+        for p in folder.iterdir()
+        if p.is_dir() and not p.name.endswith(PARTIAL) and p.name not in keep
+    ]
     now = time.time()
     stale = [
         p

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from index.build import buckets
-from index.columns import Rows
+from index.columns import Codes, Rows
 from index.criteria import CriteriaError, PackageCriteria, SpecCriteria
 from index.filtering import package_node, query_node, spec_node
 from index.hashes import normalize_prefix
@@ -67,7 +68,7 @@ def find_specs(
     parts = [spec_node(snapshot, criteria), *(within or [])]
     if query is not None:
         parts.append(query_node(snapshot, parse_spec_query(query)))
-    ranked = search_specs(snapshot, store.text, search) if search is not None else None
+    ranked = search_specs(snapshot, search) if search is not None else None
     if ranked is not None:
         parts.append(RowsLeaf(ranked.ids))
     rows = conjunction(parts).rows(0, snapshot.num_specs)
@@ -86,7 +87,7 @@ def find_packages(
 ) -> Rows:
     """Package ids matching everything given, by name (or best first when searching)."""
     parts = [package_node(snapshot, criteria), *(within or [])]
-    ranked = search_packages(snapshot, store.text, search) if search is not None else None
+    ranked = search_packages(snapshot, search) if search is not None else None
     if ranked is not None:
         parts.append(RowsLeaf(ranked.ids))
     ids = conjunction(parts).rows(0, snapshot.num_packages)
@@ -102,25 +103,53 @@ def _reorder(ids: Rows, ranked_ids: Rows, scores: Any) -> Rows:
     return ordered
 
 
-def facets(snapshot: Snapshot, rows: Rows, name: str) -> list[Bucket]:
-    """Counts per value of one facet over all `rows`, count descending then value."""
-    whole = len(rows) == snapshot.num_specs
-    if name == "stacks":
-        column = snapshot.sets["stacks"]
-        set_counts = np.bincount(column.codes[rows], minlength=column.num_sets)
-        counts = np.zeros(len(column.values), dtype=np.int64)
-        for code in np.flatnonzero(set_counts).tolist():
-            counts[column.members(code)] += set_counts[code]
-        return _buckets(counts, column.values)
-    single = snapshot.columns[FACET_COLUMNS[name]]
-    if whole:
-        return _buckets(single.postings.sizes(), single.values)
-    return buckets(single.codes[rows], single.values)
+class Facets:
+    """Counts per value over all rows of a result (not just a page), computed on demand.
 
+    A result covering most of its tag is counted by its complement: the whole tag's
+    counts are the posting list sizes, known in advance, minus those of the few rows
+    left out. So a broad result costs no more than a narrow one.
+    """
 
-def _buckets(counts: Any, names: list[str]) -> list[Bucket]:
-    present = np.flatnonzero(counts)
-    return sorted(((names[i], int(counts[i])) for i in present), key=lambda b: (-b[1], b[0]))
+    def __init__(self, snapshot: Snapshot, rows: Rows) -> None:
+        self.snapshot = snapshot
+        self.rows = rows
+
+    @cached_property
+    def _complement(self) -> Rows | None:
+        total = self.snapshot.num_specs
+        if len(self.rows) <= total // 2:
+            return None
+        keep = np.ones(total, dtype=np.bool_)
+        keep[self.rows] = False
+        rest: Rows = np.flatnonzero(keep).astype(np.int32)
+        return rest
+
+    def _counts(self, codes: Codes, size: int, everything: npt.NDArray[np.int64]) -> Any:
+        if self._complement is None:
+            return np.bincount(codes[self.rows], minlength=size)
+        return everything - np.bincount(codes[self._complement], minlength=size)
+
+    def buckets(self, name: str, first: int | None = None) -> list[Bucket]:
+        """(value, count) for one facet: count descending, then value; the top `first`."""
+        snapshot = self.snapshot
+        if name == "stacks":
+            column = snapshot.sets["stacks"]
+            set_counts = self._counts(column.codes, column.num_sets, snapshot.stack_set_sizes)
+            counts = np.zeros(len(column.values), dtype=np.int64)
+            for code in np.flatnonzero(set_counts).tolist():
+                counts[column.members(code)] += set_counts[code]
+            dictionary = snapshot.dictionaries["stacks"]
+        else:
+            single = snapshot.columns[FACET_COLUMNS[name]]
+            counts = self._counts(single.codes, len(single.values), single.postings.sizes())
+            dictionary = snapshot.dictionaries[FACET_COLUMNS[name]]
+        present = np.flatnonzero(counts)
+        order = np.lexsort((dictionary.alphabetical_rank[present], -counts[present]))
+        chosen = present[order if first is None else order[: max(first, 0)]]
+        values = dictionary.values
+        pairs = zip(chosen.tolist(), counts[chosen].tolist(), strict=True)
+        return [(values[i], c) for i, c in pairs]
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from index.filtering import ranges
 from index.hashes import normalize_prefix
 from index.pages import HASH_ALPHABET
 from index.snapshot import Snapshot
-from index.textindex import WORD, TextIndex, WordMatches
+from index.textindex import WORD, WordMatches
 from index.variants import parse_variant
 
 Scores = npt.NDArray[np.float64]
@@ -71,11 +71,11 @@ def parse_terms(text: str) -> list[Term]:
     return terms
 
 
-def search_specs(snapshot: Snapshot, text_index: TextIndex, text: str) -> Ranked:
+def search_specs(snapshot: Snapshot, text: str) -> Ranked:
     """Spec rows matching every term of `text`, with relevance scores."""
     result: Ranked | None = None
     for term in parse_terms(text):
-        matched = _term_specs(snapshot, text_index, term)
+        matched = _term_specs(snapshot, term)
         result = matched if result is None else _both(result, matched)
         if not len(result.ids):
             break
@@ -83,11 +83,11 @@ def search_specs(snapshot: Snapshot, text_index: TextIndex, text: str) -> Ranked
     return result
 
 
-def search_packages(snapshot: Snapshot, text_index: TextIndex, text: str) -> Ranked:
+def search_packages(snapshot: Snapshot, text: str) -> Ranked:
     """Package ids matching every term of `text`, with relevance scores."""
     result: Ranked | None = None
     for term in parse_terms(text):
-        matched = _term_packages(snapshot, text_index, term)
+        matched = _term_packages(snapshot, term)
         result = matched if result is None else _both(result, matched)
         if not len(result.ids):
             break
@@ -95,12 +95,12 @@ def search_packages(snapshot: Snapshot, text_index: TextIndex, text: str) -> Ran
     return result
 
 
-def _term_specs(snapshot: Snapshot, text_index: TextIndex, term: Term) -> Ranked:
+def _term_specs(snapshot: Snapshot, term: Term) -> Ranked:
     parts: list[Ranked] = []
     if term.kind == "variant":
         return _variant_specs(snapshot, term.text)
     if term.kind == "word":
-        words = text_index.match_word(snapshot.tag, term.text)
+        words = snapshot.text.match_word(term.text)
         parts.extend(_word_specs(snapshot, words))
     hash_rows = _hash_rows(snapshot, term)
     if len(hash_rows):
@@ -108,12 +108,12 @@ def _term_specs(snapshot: Snapshot, text_index: TextIndex, term: Term) -> Ranked
     return _best_of(parts)
 
 
-def _term_packages(snapshot: Snapshot, text_index: TextIndex, term: Term) -> Ranked:
+def _term_packages(snapshot: Snapshot, term: Term) -> Ranked:
     if term.kind == "variant":
         return _to_packages(snapshot, _variant_specs(snapshot, term.text))
     parts: list[Ranked] = []
     if term.kind == "word":
-        words = text_index.match_word(snapshot.tag, term.text)
+        words = snapshot.text.match_word(term.text)
         if words.packages:
             parts.append(_scored(words.packages, NAME_WEIGHT))
         if words.atoms:

@@ -17,6 +17,7 @@ from index.columns import Codes, Column, Postings, Rows, SetColumn
 from index.criteria import StringMatch
 from index.hashes import prefix_range
 from index.model import Compiler, parse_compiler
+from index.textindex import TextIndex
 from index.variants import Variant, parse_variant
 from index.versions import VersionKey, VersionRange, version_key
 
@@ -46,6 +47,13 @@ class Dictionary:
 
     def __len__(self) -> int:
         return len(self.values)
+
+    @cached_property
+    def alphabetical_rank(self) -> npt.NDArray[np.intp]:
+        """For each value id, its position in alphabetical order (ties in facets go by it)."""
+        rank = np.empty(len(self.values), dtype=np.intp)
+        rank[np.array(self._sorted_ids, dtype=np.intp)] = np.arange(len(self.values))
+        return rank
 
     def select(self, match: StringMatch) -> IdArray:
         """Ids of the values that satisfy every operator of `match`, ascending."""
@@ -116,6 +124,7 @@ class Snapshot:
         self.compilers = [parse_compiler(raw) for raw in self.columns["compiler_raw"].values]
         self.variants = [parse_variant(raw) for raw in self.sets["variants"].values]
         self.package_cache = lru_cache(maxsize=4096)(self._package)
+        self.text = TextIndex(folder / "text")
 
     # Packages
 
@@ -130,6 +139,12 @@ class Snapshot:
 
     def package_range(self, package_id: int) -> tuple[int, int]:
         return int(self.package_start[package_id]), int(self.package_start[package_id + 1])
+
+    @cached_property
+    def stack_set_sizes(self) -> npt.NDArray[np.int64]:
+        """How many specs have each distinct set of stacks."""
+        column = self.sets["stacks"]
+        return np.bincount(column.codes, minlength=column.num_sets)
 
     # Versions
 

@@ -10,7 +10,6 @@ from index.build import FORMAT_VERSION, MANIFEST
 from index.criteria import CriteriaError
 from index.publish import resolve
 from index.snapshot import Snapshot
-from index.textindex import TextIndex
 
 PREFERRED_DEFAULT_TAG = "develop"
 
@@ -46,7 +45,6 @@ class IndexStore:
             t["name"]: Snapshot(t["name"], self.folder / t["folder"]) for t in manifest["tags"]
         }
         self.tags = sorted(self.snapshots)
-        self.text = TextIndex(self.folder / "text")
         if default_tag is not None and default_tag not in self.snapshots:
             raise IndexLoadError(
                 f"default tag {default_tag!r} is not in the index; {self._known()}"
@@ -67,4 +65,5 @@ class IndexStore:
         return snapshot
 
     def close(self) -> None:
-        self.text.close()
+        for snapshot in self.snapshots.values():
+            snapshot.text.close()

@@ -1,24 +1,31 @@
 """The full-text half of the index (whoosh): words of package names and of variants.
 
-One whoosh document per package and per variant atom of each tag. A search word is
-looked up here, with one typo allowed in words of five letters or more, and the
-matching packages and atoms come back with whoosh's BM25F scores; turning those
-into specs is the in-memory index's job (see `index.search`).
+Each tag has its own whoosh index with one document per package and one per variant
+atom. A search word is looked up there, with prefixes and one typo allowed (in words
+of five letters or more), and the matching packages and atoms come back with whoosh's
+BM25F scores; turning those into specs is the in-memory index's job (`index.search`).
+
+Prefixes and typos are expanded against the tag's vocabulary here, in memory (a
+sorted word list, and a map from each word with one letter deleted to the words it
+came from), and whoosh then scores plain terms: that is much cheaper than whoosh's
+own fuzzy and prefix queries, which walk the whole term list on every search.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.analysis import LowercaseFilter, RegexTokenizer
 from whoosh.fields import ID, NUMERIC, TEXT, Schema
-from whoosh.query import FuzzyTerm, Or, Prefix, Query, Term
+from whoosh.query import And, Or, Query, Term
 
 PACKAGE = "package"
 ATOM = "atom"
@@ -27,12 +34,13 @@ _WORD_PATTERN = r"[^\s\-_.=:,+~'\"/@%^]+"
 WORD = re.compile(_WORD_PATTERN)
 MIN_FUZZY_LENGTH = 5
 MIN_PREFIX_LENGTH = 3
+MAX_PREFIX_WORDS = 64
+EXACT_BOOST, WORD_BOOST, PREFIX_BOOST, TYPO_BOOST = 8.0, 2.0, 0.5, 0.7
 
 
 def _schema() -> Schema:
     analyzer = RegexTokenizer(_WORD_PATTERN) | LowercaseFilter()
     return Schema(
-        tag=ID(),
         kind=ID(stored=True),
         ref=NUMERIC(int, stored=True),
         words=TEXT(analyzer=analyzer, phrase=False),
@@ -42,24 +50,21 @@ def _schema() -> Schema:
 
 @dataclass(frozen=True, slots=True)
 class TextDocument:
-    """One searchable thing: a package or a variant atom, by its id within the tag."""
+    """One searchable thing of a tag: a package or a variant atom, by its id in the tag."""
 
-    tag: str
     kind: str
     ref: int
     text: str
 
 
 def write_text_index(folder: Path, documents: Iterable[TextDocument]) -> int:
-    """Build a whoosh index of `documents` in the empty `folder`; return how many."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Build a whoosh index of `documents` in the new folder `folder`; return how many."""
+    folder.mkdir(parents=True)
     ix = whoosh_index.create_in(str(folder), _schema())
     writer = ix.writer(limitmb=256)
     count = 0
     for doc in documents:
-        writer.add_document(
-            tag=doc.tag, kind=doc.kind, ref=doc.ref, words=doc.text, exact=doc.text.lower()
-        )
+        writer.add_document(kind=doc.kind, ref=doc.ref, words=doc.text, exact=doc.text.lower())
         count += 1
     writer.commit(optimize=True)
     ix.close()
@@ -74,8 +79,26 @@ class WordMatches:
     atoms: dict[int, float] = field(default_factory=dict)
 
 
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def within_one_edit(a: str, b: str) -> bool:
+    """Levenshtein distance of at most 1 (one insertion, deletion or substitution)."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return a[i + 1 :] == b[i + 1 :] if len(a) == len(b) else a[i:] == b[i + 1 :]
+    return True
+
+
 class TextIndex:
-    """Read side of the whoosh index; safe to share between threads."""
+    """Read side of one tag's whoosh index; safe to share between threads."""
 
     def __init__(self, folder: Path) -> None:
         self._index = whoosh_index.open_dir(str(folder))
@@ -92,15 +115,56 @@ class TextIndex:
                 self._searchers.append(searcher)
         return searcher
 
-    def match_word(self, tag: str, word: str) -> WordMatches:
-        """Packages and atoms of `tag` whose words match `word` (exactly, by prefix or one typo)."""
-        word = word.lower()
-        clauses: list[Query] = [Term("exact", word, boost=8.0), Term("words", word, boost=2.0)]
-        if len(word) >= MIN_PREFIX_LENGTH:
-            clauses.append(Prefix("words", word, boost=0.5))
-        if len(word) >= MIN_FUZZY_LENGTH:
-            clauses.append(FuzzyTerm("words", word, maxdist=1, prefixlength=0, boost=0.7))
-        results = self._searcher().search(Or(clauses), limit=None, filter=Term("tag", tag))
+    @cached_property
+    def _vocabulary(self) -> list[str]:
+        return sorted(w.decode() for w in self._searcher().lexicon("words"))
+
+    @cached_property
+    def _by_deletion(self) -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
+        for word in self._vocabulary:
+            for key in _deletions(word) | {word}:
+                index.setdefault(key, []).append(word)
+        return index
+
+    def prefixed(self, word: str) -> list[str]:
+        """Vocabulary words that start with `word` (and are longer), shortest first."""
+        words = self._vocabulary
+        start = bisect.bisect_right(words, word)
+        stop = bisect.bisect_left(words, word + "\U0010ffff")
+        return sorted(words[start:stop], key=len)[:MAX_PREFIX_WORDS]
+
+    def typos(self, word: str) -> list[str]:
+        """Vocabulary words one edit away from `word` (not `word` itself)."""
+        candidates: set[str] = set()
+        for key in _deletions(word) | {word}:
+            candidates.update(self._by_deletion.get(key, ()))
+        return sorted(c for c in candidates if c != word and within_one_edit(c, word))
+
+    def _query(self, token: str) -> Query:
+        token = token.lower()
+        words = WORD.findall(token)
+        clauses: list[Query] = [Term("exact", token, boost=EXACT_BOOST)]
+        per_word = []
+        for word in words:
+            alternatives: list[Query] = [Term("words", word, boost=WORD_BOOST)]
+            if len(word) >= MIN_PREFIX_LENGTH:
+                alternatives += [Term("words", w, boost=PREFIX_BOOST) for w in self.prefixed(word)]
+            if len(word) >= MIN_FUZZY_LENGTH:
+                alternatives += [Term("words", w, boost=TYPO_BOOST) for w in self.typos(word)]
+            per_word.append(Or(alternatives))
+        if len(per_word) == 1:
+            clauses.append(per_word[0])
+        elif per_word:
+            clauses.append(And(per_word))
+        return Or(clauses)
+
+    def match_word(self, token: str) -> WordMatches:
+        """Packages and atoms whose words match `token`: exactly, by prefix or with one typo.
+
+        A token of several words (`py-torch`) needs all of them, or the exact whole name.
+        """
+        results = self._searcher().search(self._query(token), limit=None)
         matches = WordMatches()
         for hit in results:
             target = matches.packages if hit["kind"] == PACKAGE else matches.atoms

@@ -43,8 +43,8 @@ def parse_variant(raw: str) -> Variant:
         return Variant(name=name, value="true" if sign == "+" else "false", raw=raw)
     if match := _KEY_VALUE.match(text):
         name, _, value = match.groups()
-        value = _unquote(value.strip())
-        if not value or any(c.isspace() for c in value):
+        value = _unquote(value.strip(), raw)
+        if not value.strip(",") or any(c.isspace() for c in value) or ",," in value:
             raise ValueError(f"malformed variant {raw!r}: a value is required, without spaces")
         if value.lower() in ("true", "false"):
             value = value.lower()
@@ -52,7 +52,11 @@ def parse_variant(raw: str) -> Variant:
     raise ValueError(f"malformed variant {raw!r}: expected +name, ~name, -name or name=value")
 
 
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+def _unquote(value: str, raw: str) -> str:
+    if value[:1] in ("'", '"'):
+        if len(value) < 2 or value[-1] != value[0]:
+            raise ValueError(f"malformed variant {raw!r}: unclosed quote")
         return value[1:-1]
+    if "'" in value or '"' in value:
+        raise ValueError(f"malformed variant {raw!r}: stray quote")
     return value

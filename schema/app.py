@@ -14,6 +14,7 @@ from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from schema.errors import classify
+from schema.execution import FastExecutionContext
 from schema.limits import complexity_rule
 from schema.pagination import DEFAULT_MAX_FIRST
 from schema.query import Query
@@ -58,6 +59,7 @@ def build_schema(max_first: int = DEFAULT_MAX_FIRST) -> CachegqlSchema:
     rule = complexity_rule(max_first=max_first)
     return CachegqlSchema(
         query=Query,
+        execution_context_class=FastExecutionContext,
         extensions=[
             lambda: ParserCache(maxsize=DOCUMENT_CACHE_SIZE),
             lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),

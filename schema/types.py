@@ -17,9 +17,11 @@ from index.specformat import format_spec
 from index.variants import Variant as VariantData
 from schema.context import Context
 from schema.inputs import PackageFilter, SpecFilter, package_criteria, spec_criteria
+from schema.errors import UserInputError
 from schema.pagination import Window, fingerprint, window
 
 SHORT_HASH = 7
+FACET_FIRST = "Spec counts per value, count descending then value; `first` keeps the top ones."
 
 
 @strawberry.type
@@ -272,41 +274,40 @@ def stack_object(summary: queries.StackSummary) -> Stack:
 
 @strawberry.type
 class SpecFacets:
-    _snapshot: strawberry.Private[Snapshot]
-    _rows: strawberry.Private[Rows]
+    _facets: strawberry.Private[queries.Facets]
 
-    def _buckets(self, name: str) -> list[Bucket]:
-        return [
-            Bucket(value=v, count=c) for v, c in queries.facets(self._snapshot, self._rows, name)
-        ]
+    def _buckets(self, name: str, first: int | None) -> list[Bucket]:
+        if first is not None and first < 0:
+            raise UserInputError(f"'first' must be 0 or more, got {first}")
+        return [Bucket(value=v, count=c) for v, c in self._facets.buckets(name, first)]
 
-    @strawberry.field
-    def compilers(self) -> list[Bucket]:
-        return self._buckets("compilers")
+    @strawberry.field(description=FACET_FIRST)
+    def compilers(self, first: int | None = None) -> list[Bucket]:
+        return self._buckets("compilers", first)
 
-    @strawberry.field
-    def oss(self) -> list[Bucket]:
-        return self._buckets("oss")
+    @strawberry.field(description=FACET_FIRST)
+    def oss(self, first: int | None = None) -> list[Bucket]:
+        return self._buckets("oss", first)
 
-    @strawberry.field
-    def platforms(self) -> list[Bucket]:
-        return self._buckets("platforms")
+    @strawberry.field(description=FACET_FIRST)
+    def platforms(self, first: int | None = None) -> list[Bucket]:
+        return self._buckets("platforms", first)
 
-    @strawberry.field
-    def targets(self) -> list[Bucket]:
-        return self._buckets("targets")
+    @strawberry.field(description=FACET_FIRST)
+    def targets(self, first: int | None = None) -> list[Bucket]:
+        return self._buckets("targets", first)
 
-    @strawberry.field
-    def stacks(self) -> list[Bucket]:
-        return self._buckets("stacks")
+    @strawberry.field(description=FACET_FIRST)
+    def stacks(self, first: int | None = None) -> list[Bucket]:
+        return self._buckets("stacks", first)
 
-    @strawberry.field
-    def versions(self) -> list[Bucket]:
-        return self._buckets("versions")
+    @strawberry.field(description=FACET_FIRST)
+    def versions(self, first: int | None = None) -> list[Bucket]:
+        return self._buckets("versions", first)
 
-    @strawberry.field
-    def packages(self) -> list[Bucket]:
-        return self._buckets("packages")
+    @strawberry.field(description=FACET_FIRST)
+    def packages(self, first: int | None = None) -> list[Bucket]:
+        return self._buckets("packages", first)
 
 
 @strawberry.type
@@ -374,7 +375,7 @@ def spec_connection(
         page_info=_page_info(page),
         edges=[SpecEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)],
         nodes=nodes,
-        facets=SpecFacets(_snapshot=snapshot, _rows=rows),
+        facets=SpecFacets(_facets=queries.Facets(snapshot, rows)),
     )
 
 

@@ -1,0 +1,161 @@
+"""The `cachegql` command as a user runs it: a real subprocess, its exit code, stdout and stderr."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from index.store import IndexStore
+from tests.conftest import PAGES
+from tests.page_factory import page_text, spec, write_page
+
+ROOT = Path(__file__).resolve().parents[1]
+SUMMARY = re.compile(
+    r"^indexed (\d+) pages, (\d+) specs, (\d+) tags, (\d+) problems in (\d+\.\d) s -> (.+)$"
+)
+SUBCOMMANDS = ["index", "serve", "demo-data", "schema"]
+
+
+def cachegql(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """Run `python -m server.cli ARGS` from the project folder."""
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _summary(stdout: str) -> tuple[int, int, int, int, str]:
+    """The numbers and output path of the summary line, the last line of stdout."""
+    match = SUMMARY.match(stdout.strip().splitlines()[-1])
+    assert match, f"no summary line in stdout: {stdout!r}"
+    pages, specs, tags, problems, _, out = match.groups()
+    return int(pages), int(specs), int(tags), int(problems), out
+
+
+def test_index_prints_summary_line(
+    tmp_path: Path, expected: dict[str, dict[str, dict[str, Any]]]
+) -> None:
+    """`index` exits 0 and stdout ends with 'indexed N pages, M specs, T tags, P problems ...'."""
+    out = tmp_path / "ix"
+    result = cachegql("index", PAGES, "--out", out)
+    assert result.returncode == 0, result.stderr
+    specs = sum(len(by_hash) for by_hash in expected.values())
+    assert _summary(result.stdout) == (6, specs, len(expected), 1, str(out))
+    assert "Traceback" not in result.stderr
+    store = IndexStore(out)
+    try:
+        assert store.manifest["specs"] == specs
+    finally:
+        store.close()
+
+
+def test_index_reports_problems_on_stderr_naming_files(tmp_path: Path) -> None:
+    """Each problem is a stderr line naming the file; stdout holds only the summary."""
+    bad_spec = write_page(tmp_path / "src" / "a" / "specs.md", page_text([spec(size="abc")]))
+    bad_page = write_page(tmp_path / "src" / "b" / "specs.md", page_text(categories="[package]"))
+    write_page(tmp_path / "src" / "c" / "specs.md", page_text([spec("good")]))
+    result = cachegql("index", tmp_path / "src", PAGES, "--out", tmp_path / "ix")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("\n") == 1
+    assert _summary(result.stdout)[3] == 3
+    problems = [line for line in result.stderr.splitlines() if line.startswith("problem: ")]
+    assert len(problems) == 3, result.stderr
+    assert any(str(bad_spec) in line and "'size'" in line for line in problems)
+    assert any(str(bad_page) in line and "names no tag" in line for line in problems)
+    assert any("py-black/specs.md" in line and "legacy" in line for line in problems)
+
+
+def test_index_quiet_prints_only_the_summary(tmp_path: Path) -> None:
+    """--quiet: the summary on stdout, nothing on stderr."""
+    result = cachegql("index", PAGES, "--out", tmp_path / "ix", "--quiet")
+    assert result.returncode == 0
+    assert result.stderr == ""
+    assert _summary(result.stdout)[:3] == (6, 36, 2)
+
+
+def test_index_strict_exits_1_and_publishes_nothing(tmp_path: Path) -> None:
+    """--strict on a source with a legacy page: exit 1, 'error (--strict)' naming the file."""
+    out = tmp_path / "ix"
+    result = cachegql("index", PAGES, "--out", out, "--strict")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("error (--strict): ")
+    assert "py-black/specs.md" in result.stderr
+    assert "nothing was published" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_index_missing_source_exits_1_with_clear_message(tmp_path: Path) -> None:
+    """A source that does not exist: exit 1, one 'error:' line naming it, no traceback."""
+    missing = tmp_path / "no-such-folder"
+    result = cachegql("index", missing, "--out", tmp_path / "ix")
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"error: {missing}: no such file or folder"
+    assert result.stdout == ""
+
+
+def test_index_without_specs_exits_1_with_clear_message(tmp_path: Path) -> None:
+    """Only non-pages: exit 1, 'no specs found ... nothing was published', no traceback."""
+    result = cachegql("index", PAGES / "README.md", "--out", tmp_path / "ix")
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: no specs found")
+    assert "nothing was published" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_index_refuses_plain_folder_at_out(tmp_path: Path) -> None:
+    """--out naming a folder with files: exit 1, the folder is left as it was."""
+    out = tmp_path / "ix"
+    write_page(out / "keep.txt", "mine\n")
+    result = cachegql("index", PAGES, "--out", out)
+    assert result.returncode == 1
+    assert "not an index link" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_subcommand_help(command: str) -> None:
+    """`cachegql COMMAND --help` exits 0 with a usage line naming the command."""
+    result = cachegql(command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"usage: cachegql {command}")
+
+
+def test_top_level_help_lists_subcommands() -> None:
+    """`cachegql --help` names every subcommand."""
+    result = cachegql("--help")
+    assert result.returncode == 0
+    for command in SUBCOMMANDS:
+        assert command in result.stdout
+
+
+def test_unknown_option_is_a_usage_error(tmp_path: Path) -> None:
+    """A typo in an option: exit 2 with argparse's message, not a traceback."""
+    result = cachegql("index", PAGES, "--out", tmp_path / "ix", "--strickt")
+    assert result.returncode == 2
+    assert "unrecognized arguments: --strickt" in result.stderr
+
+
+def test_schema_prints_sdl() -> None:
+    """`schema` prints the SDL, with the Query type, on stdout."""
+    result = cachegql("schema")
+    assert result.returncode == 0, result.stderr
+    assert "type Query" in result.stdout
+
+
+def test_schema_check_reports_a_stale_file(tmp_path: Path) -> None:
+    """`schema --check FILE` exits 1 and says how to regenerate a file that differs."""
+    stale = write_page(tmp_path / "schema.graphql", "type Query { old: Int }\n")
+    result = cachegql("schema", "--check", stale)
+    assert result.returncode == 1
+    assert f"{stale} is stale" in result.stderr

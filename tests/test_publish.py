@@ -1,0 +1,331 @@
+"""Atomic publishing: `out` links to a complete build; failed or killed builds change nothing."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from index.indexer import BuildError, BuildReport, build_index
+from index.ingest import StrictModeError
+from index.publish import PARTIAL, PublishError, builds_folder
+from index.store import IndexStore
+from server.holder import IndexHolder
+from tests.conftest import PAGES
+from tests.page_factory import page_text, spec, write_corpus, write_page
+
+ROOT = Path(__file__).resolve().parents[1]
+LOOSE = PAGES / "loose" / "zlib-develop.txt"
+KILL_TIMEOUT = 120.0
+
+
+def _finished(out: Path) -> list[Path]:
+    """Complete builds in out's builds folder."""
+    folder = builds_folder(out)
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.endswith(PARTIAL))
+
+
+def _partials(out: Path) -> list[Path]:
+    folder = builds_folder(out)
+    return sorted(folder.glob("*" + PARTIAL)) if folder.is_dir() else []
+
+
+def _served(out: Path) -> dict[str, Any]:
+    """What a server opening `out` now would serve: build id and counts."""
+    store = IndexStore(out)
+    try:
+        return {
+            "build_id": store.build_id,
+            "specs": store.manifest["specs"],
+            "tags": {tag: store.snapshot(tag).num_specs for tag in store.tags},
+            "packages": {tag: store.snapshot(tag).num_packages for tag in store.tags},
+        }
+    finally:
+        store.close()
+
+
+# (a) publishing and rebuilding
+
+
+def test_build_publishes_out_as_link_to_complete_build(
+    tmp_path: Path, expected: dict[str, dict[str, dict[str, Any]]]
+) -> None:
+    """`out` is a symlink into out.builds/ whose target holds manifest.json; no partial left."""
+    out = tmp_path / "ix"
+    report = build_index([PAGES], out)
+    assert out.is_symlink()
+    target = out.resolve()
+    assert target == report.folder
+    assert target.parent == builds_folder(out).resolve()
+    manifest = json.loads((target / "manifest.json").read_text())
+    assert manifest["build_id"] == target.name
+    assert manifest["specs"] == sum(len(specs) for specs in expected.values())
+    assert _served(out)["tags"] == {tag: len(specs) for tag, specs in expected.items()}
+    assert _partials(out) == []
+
+
+def test_link_is_relative_so_the_index_can_be_moved(tmp_path: Path) -> None:
+    """Moving the parent folder keeps `out` usable (the link does not embed tmp_path)."""
+    out = tmp_path / "a" / "ix"
+    build_index([LOOSE], out)
+    build_id = _served(out)["build_id"]
+    (tmp_path / "a").rename(tmp_path / "b")
+    assert _served(tmp_path / "b" / "ix")["build_id"] == build_id
+
+
+def test_rebuild_swaps_link_and_keeps_at_most_two_builds(tmp_path: Path) -> None:
+    """Each rebuild repoints `out` to the new build; older builds are pruned to two."""
+    out = tmp_path / "ix"
+    folders = []
+    for _ in range(4):
+        report = build_index([LOOSE], out)
+        folders.append(report.folder)
+        assert out.resolve() == report.folder
+        assert _served(out)["build_id"] == report.folder.name
+        finished = _finished(out)
+        assert report.folder in finished
+        assert len(finished) <= 2
+    assert len(set(folders)) == 4
+    assert len(_finished(out)) == 2
+
+
+def test_rebuild_keeps_the_previous_build_for_running_servers(tmp_path: Path) -> None:
+    """After every rebuild the build it replaced still exists, even for builds in one second."""
+    out = tmp_path / "ix"
+    previous: BuildReport | None = None
+    for number in range(16):
+        report = build_index([LOOSE], out)
+        if previous is not None:
+            kept = [p.name for p in _finished(out)]
+            assert previous.folder.is_dir(), (
+                f"rebuild #{number + 1} ({report.folder.name}) deleted the build it replaced "
+                f"({previous.folder.name}); kept {kept}"
+            )
+        previous = report
+
+
+def test_empty_folder_at_out_becomes_the_link(tmp_path: Path) -> None:
+    """An empty folder (e.g. made by a deploy script) is replaced by the index link."""
+    out = tmp_path / "ix"
+    out.mkdir()
+    build_index([LOOSE], out)
+    assert out.is_symlink()
+    assert _served(out)["tags"] == {"develop": 3}
+
+
+# (b) failed builds leave the previous index in place
+
+
+def _strict_failure(folder: Path) -> tuple[list[Path], bool, type[Exception]]:
+    write_page(folder / "good" / "specs.md", page_text([spec("g")]))
+    write_page(folder / "bad" / "specs.md", page_text([spec("b", size="abc")]))
+    return [folder], True, StrictModeError
+
+
+def _no_pages(folder: Path) -> tuple[list[Path], bool, type[Exception]]:
+    write_page(folder / "README.md", "# notes\n")
+    write_page(folder / "data.json", "{}\n")
+    return [folder], False, BuildError
+
+
+def _only_broken_pages(folder: Path) -> tuple[list[Path], bool, type[Exception]]:
+    write_page(folder / "a" / "specs.md", page_text(spec_details="[{"))
+    write_page(folder / "b" / "specs.md", page_text([spec("b", hash="NOT-A-HASH")]))
+    return [folder], False, BuildError
+
+
+def _empty_spec_details(folder: Path) -> tuple[list[Path], bool, type[Exception]]:
+    write_page(folder / "a" / "specs.md", page_text([]))
+    return [folder], False, BuildError
+
+
+FAILURES = {
+    "strict-malformed-page": _strict_failure,
+    "no-pages": _no_pages,
+    "only-broken-pages": _only_broken_pages,
+    "pages-without-specs": _empty_spec_details,
+}
+
+
+@pytest.mark.parametrize("make_sources", FAILURES.values(), ids=FAILURES.keys())
+def test_failed_build_leaves_previous_index_intact(tmp_path: Path, make_sources: Any) -> None:
+    """Same link target, same build id and counts, and no .partial folder afterwards."""
+    out = tmp_path / "ix"
+    build_index([PAGES], out)
+    link_before = out.readlink()
+    served_before = _served(out)
+    builds_before = _finished(out)
+
+    sources, strict, error = make_sources(tmp_path / "src")
+    with pytest.raises(error):
+        build_index(sources, out, strict=strict)
+
+    assert out.readlink() == link_before
+    assert _served(out) == served_before
+    assert _finished(out) == builds_before
+    assert _partials(out) == []
+
+
+def test_build_error_says_nothing_was_published(tmp_path: Path) -> None:
+    """The BuildError message tells the user why and that the index was not touched."""
+    sources, _, _ = _only_broken_pages(tmp_path / "src")
+    with pytest.raises(BuildError) as caught:
+        build_index(sources, tmp_path / "ix")
+    message = str(caught.value)
+    assert "no specs found" in message
+    assert "nothing was published" in message
+    assert str(tmp_path / "src") in message  # the first problem names its file
+    assert not (tmp_path / "ix").exists()
+
+
+# (c) a build killed mid-way
+
+
+def _big_corpus(folder: Path) -> None:
+    """A corpus large enough that writing its index takes a noticeable time."""
+    if (ROOT / "index" / "demo.py").exists():
+        command = [sys.executable, "-m", "server.cli", "demo-data"]
+        command += ["--specs", "300000", "--packages", "3000", "--out", str(folder)]
+        subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=KILL_TIMEOUT)
+    else:
+        write_corpus(folder, packages=2000, specs_per_package=50)
+
+
+def test_killed_build_leaves_previous_index_serving(tmp_path: Path) -> None:
+    """SIGKILL while out.builds/*.partial exists: `out` still points to the previous build."""
+    out = tmp_path / "ix"
+    build_index([PAGES], out)
+    link_before = out.readlink()
+    served_before = _served(out)
+    corpus = tmp_path / "corpus"
+    _big_corpus(corpus)
+
+    command = [sys.executable, "-m", "server.cli", "index", str(corpus), "--out", str(out), "-q"]
+    process = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + KILL_TIMEOUT
+    try:
+        while process.poll() is None and time.monotonic() < deadline:
+            if _partials(out):
+                process.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.005)
+    finally:
+        if process.poll() is None and not _partials(out):
+            process.kill()  # timed out without ever starting to write
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL, (
+        f"the build was not killed mid-way (exit code {process.returncode}); enlarge the corpus"
+    )
+
+    assert len(_partials(out)) == 1  # the half-written build, never published
+    assert out.readlink() == link_before
+    assert _served(out) == served_before
+
+    # The leftover partial does not get in the way of the next build.
+    report = build_index([LOOSE], out)
+    assert out.resolve() == report.folder
+    assert _served(out)["tags"] == {"develop": 3}
+
+
+# (d) refusing to overwrite what is not an index link
+
+
+def test_non_empty_folder_at_out_is_refused_and_untouched(tmp_path: Path) -> None:
+    """A plain folder with files is not replaced: PublishError, contents unchanged."""
+    out = tmp_path / "ix"
+    write_page(out / "important.txt", "keep me\n")
+    write_page(out / "sub" / "more.txt", "and me\n")
+    with pytest.raises(PublishError, match="not an index link"):
+        build_index([PAGES], out)
+    assert not out.is_symlink()
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
+        "important.txt",
+        "sub",
+        "sub/more.txt",
+    ]
+    assert (out / "important.txt").read_text() == "keep me\n"
+    assert _partials(out) == []
+
+
+def test_regular_file_at_out_is_refused_and_untouched(tmp_path: Path) -> None:
+    """A file at --out is not replaced either."""
+    out = write_page(tmp_path / "ix", "not an index\n")
+    with pytest.raises(PublishError):
+        build_index([PAGES], out)
+    assert out.read_text() == "not an index\n"
+
+
+# (e) the server's holder picks up new builds and ignores broken ones
+
+
+def test_holder_reloads_a_newly_published_build(tmp_path: Path) -> None:
+    """reload_if_changed() is False until a new build is published, then True and serving it."""
+    out = tmp_path / "ix"
+    first = build_index([PAGES], out)
+    holder = IndexHolder(out)
+    old = holder.store
+    try:
+        assert holder.reload_if_changed() is False
+        second = build_index([LOOSE], out)
+        assert holder.reload_if_changed() is True
+        assert holder.store.build_id == second.folder.name != first.folder.name
+        assert holder.store.tags == ["develop"]
+        assert holder.store.snapshot().num_specs == 3
+        assert holder.reload_if_changed() is False
+    finally:
+        old.close()
+        holder.store.close()
+
+
+def test_holder_keeps_serving_when_link_points_at_a_broken_build(tmp_path: Path) -> None:
+    """A build whose manifest.json is not JSON is not loaded; the old store keeps serving."""
+    out = tmp_path / "ix"
+    good = build_index([PAGES], out)
+    holder = IndexHolder(out)
+    store = holder.store
+    try:
+        specs_before = store.snapshot().num_specs
+        broken = builds_folder(out) / "broken-build"
+        broken.mkdir()
+        (broken / "manifest.json").write_text('{"format": 1, "build_id": ')
+        swap = tmp_path / ".ix.swap"
+        swap.symlink_to(broken)
+        swap.replace(out)  # os.replace: the link is swapped in one rename
+
+        assert holder.reload_if_changed() is False
+        assert holder.reload_if_changed() is False  # still broken: still the old store
+        assert holder.store is store
+        assert holder.store.build_id == good.folder.name
+        assert holder.store.snapshot().num_specs == specs_before
+    finally:
+        store.close()
+
+
+def test_holder_recovers_after_a_broken_build_is_replaced(tmp_path: Path) -> None:
+    """Once a good build is published over the broken one, the holder switches to it."""
+    out = tmp_path / "ix"
+    build_index([PAGES], out)
+    holder = IndexHolder(out)
+    old = holder.store
+    try:
+        broken = builds_folder(out) / "broken-build"
+        broken.mkdir()
+        (broken / "manifest.json").write_text("not json")
+        swap = tmp_path / ".ix.swap"
+        swap.symlink_to(broken)
+        swap.replace(out)  # os.replace: the link is swapped in one rename
+        assert holder.reload_if_changed() is False
+        fixed = build_index([LOOSE], out)
+        assert holder.reload_if_changed() is True
+        assert holder.store.build_id == fixed.folder.name
+    finally:
+        old.close()
+        holder.store.close()
