@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from operator import attrgetter
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from graphql import (
     GraphQLField,
@@ -31,7 +31,7 @@ Reader = Callable[[Any], Any]
 _DEFINITION = "strawberry-definition"
 
 
-class _Slow(Exception):
+class _SlowPathError(Exception):
     """This value needs graphql-core's own completion."""
 
 
@@ -45,7 +45,7 @@ def _serializer(field_type: GraphQLOutputType) -> Callable[[Any], Any] | None:
         def leaf(value: Any) -> Any:
             if value is None:
                 if non_null:
-                    raise _Slow
+                    raise _SlowPathError
                 return None
             return serialize(value)
 
@@ -58,10 +58,10 @@ def _serializer(field_type: GraphQLOutputType) -> Callable[[Any], Any] | None:
         def leaves(value: Any) -> Any:
             if value is None:
                 if non_null:
-                    raise _Slow
+                    raise _SlowPathError
                 return None
             if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-                raise _Slow
+                raise _SlowPathError
             return [item(v) for v in value]
 
         return leaves
@@ -84,7 +84,7 @@ def _plain_reader(field: GraphQLField) -> Reader | None:
 class FastExecutionContext(StrawberryGraphQLCoreExecutionContext):
     """graphql-core's execution, with plain scalar fields and leaf-only lists read directly."""
 
-    _readers: dict[int, tuple[GraphQLField, Reader | None]] = {}
+    _readers: ClassVar[dict[int, tuple[GraphQLField, Reader | None]]] = {}
 
     @property
     def _has_middleware(self) -> bool:
@@ -118,7 +118,7 @@ class FastExecutionContext(StrawberryGraphQLCoreExecutionContext):
                 try:
                     results[response_name] = reader(source_value)
                     continue
-                except Exception:  # noqa: BLE001 - graphql-core redoes it and reports properly
+                except Exception:
                     pass
             rest[response_name] = details
         if not rest:
@@ -176,13 +176,13 @@ class FastExecutionContext(StrawberryGraphQLCoreExecutionContext):
         def complete(item: Any) -> dict[str, Any] | None:
             if item is None:
                 if non_null:
-                    raise _Slow
+                    raise _SlowPathError
                 return None
             return {name: read(item) for name, read in readers}
 
         try:
             return [complete(item) for item in items]
-        except Exception:  # noqa: BLE001 - graphql-core redoes it and reports properly
+        except Exception:
             return None
 
 

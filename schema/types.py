@@ -9,15 +9,14 @@ import strawberry
 from strawberry.types import Info
 
 from index import queries
-from index.columns import Rows
 from index.model import Compiler as CompilerData
 from index.plan import Node, RangeLeaf, RowsLeaf
-from index.snapshot import PackageData, Snapshot, SpecData
+from index.snapshot import PackageData, SpecData
 from index.specformat import format_spec
 from index.variants import Variant as VariantData
 from schema.context import Context
-from schema.inputs import PackageFilter, SpecFilter, package_criteria, spec_criteria
 from schema.errors import UserInputError
+from schema.inputs import PackageFilter, SpecFilter, package_criteria, spec_criteria
 from schema.pagination import Window, fingerprint, window
 
 SHORT_HASH = 7
