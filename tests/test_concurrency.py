@@ -1,0 +1,86 @@
+"""The event loop stays free while an expensive query runs, and pages do not read per item."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from index.demo import DemoConfig, write_pages
+from index.indexer import build_index
+from index.store import IndexStore
+from schema.app import build_schema
+from schema.context import Context
+from server.app import Settings, create_app
+from tests.conftest import LiveServer
+
+CHEAP = "{ tags { name numSpecs } }"
+# Broad searches, ranked, with facets over the whole result: expensive on purpose.
+SLOW = "{ " + " ".join(
+    f'a{i}: specs(search: "{words}", first: 100) {{ totalCount '
+    "facets { versions { value count } packages { value count } } nodes { hash } }"
+    for i, words in enumerate(["build", "build system", "cmake", "python pip", "build shared"] * 8)
+) + " }"
+
+
+@pytest.fixture(scope="module")
+def big_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("big")
+    write_pages(DemoConfig(packages=1500, specs=150_000, seed=5), root / "pages")
+    build_index([root / "pages"], root / "ix")
+    return root / "ix"
+
+
+@pytest.fixture(scope="module")
+def url(big_index: Path) -> Iterator[str]:
+    with LiveServer(create_app(Settings(index=big_index, reload_interval=0))) as address:
+        yield address
+
+
+def _post(client: httpx.Client, query: str) -> float:
+    started = time.perf_counter()
+    response = client.post("/graphql", json={"query": query})
+    assert response.status_code == 200 and "errors" not in response.json(), response.text
+    return time.perf_counter() - started
+
+
+def test_a_slow_search_does_not_delay_a_cheap_query(url: str) -> None:
+    slow: dict[str, float] = {}
+
+    def run_slow() -> None:
+        with httpx.Client(base_url=url, timeout=120) as client:
+            slow["started"] = time.perf_counter()
+            slow["seconds"] = _post(client, SLOW)
+            slow["ended"] = time.perf_counter()
+
+    with httpx.Client(base_url=url, timeout=60) as client:
+        _post(client, CHEAP)
+        worker = threading.Thread(target=run_slow)
+        worker.start()
+        time.sleep(0.1)  # let the slow query get going
+        cheap = [_post(client, CHEAP) for _ in range(5)]
+        cheap_done = time.perf_counter()
+        worker.join()
+
+    assert slow["seconds"] > 0.5, f"the slow query took only {slow['seconds']:.3f} s: not slow"
+    assert cheap_done < slow["ended"], "the cheap queries waited for the slow one"
+    assert max(cheap) < slow["seconds"] / 5, (cheap, slow["seconds"])
+
+
+def test_a_page_of_specs_reads_each_package_once(big_index: Path) -> None:
+    store = IndexStore(big_index)
+    snapshot = store.snapshot()
+    query = """{ specs(first: 100) { nodes { hash package { name numSpecs versions stacks }
+                 p2: package { name compilers } } } }"""
+    result = build_schema().execute_sync(query, context_value=Context(store=store))
+    assert result.errors is None and result.data is not None
+    names = {node["package"]["name"] for node in result.data["specs"]["nodes"]}
+    info = snapshot.package_cache.cache_info()
+    # One package read per distinct package on the page, however many specs share it.
+    assert info.misses == len(names) and info.hits == 0
+    assert len(result.data["specs"]["nodes"]) == 100 and len(names) < 100
+    store.close()
