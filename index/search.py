@@ -28,7 +28,7 @@ NAME_WEIGHT = 2.0
 VARIANT_WEIGHT = 1.0
 HASH_SCORE = 50.0
 MIN_HASH_WORD = 5
-_VARIANT_TERM = re.compile(r"^([+~][A-Za-z0-9_]|[A-Za-z0-9_][\w.\-]*(:=|==|=))")
+_VARIANT_TERM = re.compile(r"^([+~\-][A-Za-z0-9_]|[A-Za-z0-9_][\w.\-]*(:=|==|=))")
 
 
 @dataclass(frozen=True, slots=True)

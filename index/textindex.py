@@ -84,7 +84,7 @@ def _deletions(word: str) -> set[str]:
 
 
 def within_one_edit(a: str, b: str) -> bool:
-    """Levenshtein distance of at most 1 (one insertion, deletion or substitution)."""
+    """One typo at most: an insertion, a deletion, a substitution or two letters swapped."""
     if a == b:
         return True
     if abs(len(a) - len(b)) > 1:
@@ -93,7 +93,10 @@ def within_one_edit(a: str, b: str) -> bool:
         a, b = b, a
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
-            return a[i + 1 :] == b[i + 1 :] if len(a) == len(b) else a[i:] == b[i + 1 :]
+            if len(a) < len(b):
+                return a[i:] == b[i + 1 :]
+            swapped = a[i + 1 : i + 2] == y and b[i + 1 : i + 2] == x
+            return a[i + 1 :] == b[i + 1 :] or (swapped and a[i + 2 :] == b[i + 2 :])
     return True
 
 

@@ -40,8 +40,9 @@ def classify(error: GraphQLError) -> None:
         extensions["code"] = BAD_USER_INPUT
     elif isinstance(original, TooComplexError):
         extensions["code"] = QUERY_TOO_COMPLEX
-    elif original is None:
-        # Parse and validation errors: the request itself is wrong.
+    elif original is None or error.path is None:
+        # Parse, validation and variable errors come before any resolver runs:
+        # the request itself is wrong.
         extensions["code"] = BAD_USER_INPUT
     else:
         logger.error("internal error at %s", error.path, exc_info=original)

@@ -1,4 +1,9 @@
-"""Refuse queries that would cost too much: too deep, or too many objects when nested."""
+"""Refuse queries that would cost too much: too deep, or too many values when nested.
+
+A connection's `nodes` and `edges` repeat their selection up to `first` times (the
+cap when `first` comes from a variable, 20 when it is left out), and nested
+connections multiply; everything else is counted once per enclosing item.
+"""
 
 from __future__ import annotations
 
@@ -14,95 +19,87 @@ from graphql import (
     SelectionSetNode,
     ValidationContext,
     ValidationRule,
-    VariableNode,
 )
 
 from schema.errors import QUERY_TOO_COMPLEX
 from schema.pagination import DEFAULT_MAX_FIRST
 
 MAX_DEPTH = 12
-MAX_OBJECTS = 20_000
+MAX_VALUES = 100_000
 CONNECTION_FIELDS = frozenset({"specs", "packages"})
+PAGE_FIELDS = frozenset({"nodes", "edges"})
 DEFAULT_FIRST = 20
 
 
 def complexity_rule(
-    max_depth: int = MAX_DEPTH, max_objects: int = MAX_OBJECTS, max_first: int = DEFAULT_MAX_FIRST
+    max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES, max_first: int = DEFAULT_MAX_FIRST
 ) -> type[ValidationRule]:
-    """A validation rule bounding depth and the number of objects a query can return."""
+    """A validation rule bounding depth and the number of values a query can return."""
 
     class ComplexityRule(ValidationRule):
         def enter_operation_definition(self, node: OperationDefinitionNode, *_: Any) -> None:
-            variables = {}
-            for definition in node.variable_definitions or ():
-                name = definition.variable.name.value
-                variables[name] = definition.default_value
-            depth, objects = _measure(self.context, node.selection_set, 1, set(), max_first)
+            measure = _Measure(self.context, max_first)
+            depth, values = measure.selection_set(node.selection_set, 1, 1, frozenset())
             if depth > max_depth:
-                self.report_error(
-                    _error(f"the query is {depth} levels deep; the limit is {max_depth}", node)
+                message = f"the query is {depth} levels deep; the limit is {max_depth}"
+            elif values > max_values:
+                message = (
+                    f"the query could return about {values} values; the limit is {max_values}: "
+                    "ask for fewer items per page ('first') in nested connections"
                 )
-            elif objects > max_objects:
-                self.report_error(
-                    _error(
-                        f"the query could return about {objects} objects; "
-                        f"the limit is {max_objects}: "
-                        "ask for fewer items per page ('first') in nested connections",
-                        node,
-                    )
-                )
+            else:
+                return
+            self.report_error(GraphQLError(message, node, extensions={"code": QUERY_TOO_COMPLEX}))
 
     return ComplexityRule
 
 
-def _error(message: str, node: OperationDefinitionNode) -> GraphQLError:
-    return GraphQLError(message, node, extensions={"code": QUERY_TOO_COMPLEX})
+class _Measure:
+    def __init__(self, context: ValidationContext, max_first: int) -> None:
+        self.context = context
+        self.max_first = max_first
 
+    def selection_set(
+        self,
+        selection_set: SelectionSetNode | None,
+        repeat: int,
+        page: int,
+        fragments: frozenset[str],
+    ) -> tuple[int, int]:
+        """(depth, values) of a selection set met `repeat` times; `page` is the
+        enclosing connection's page size, applied by its `nodes` and `edges`."""
+        if selection_set is None:
+            return 0, 0
+        depth, values = 0, 0
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                name = selection.name.value
+                times = repeat * page if name in PAGE_FIELDS else repeat
+                inner_page = self._first(selection) if name in CONNECTION_FIELDS else 1
+                sub_depth, sub_values = self.selection_set(
+                    selection.selection_set, times, inner_page, fragments
+                )
+                depth = max(depth, sub_depth + 1)
+                values += times + sub_values
+            else:
+                if isinstance(selection, InlineFragmentNode):
+                    inner = selection.selection_set
+                elif isinstance(selection, FragmentSpreadNode):
+                    fragment = self.context.get_fragment(selection.name.value)
+                    if fragment is None or selection.name.value in fragments:
+                        continue  # unknown or cyclic: the standard rules report it
+                    inner = fragment.selection_set
+                    fragments = fragments | {selection.name.value}
+                else:
+                    continue
+                sub_depth, sub_values = self.selection_set(inner, repeat, page, fragments)
+                depth, values = max(depth, sub_depth), values + sub_values
+        return depth, values
 
-def _measure(
-    context: ValidationContext,
-    selection_set: SelectionSetNode | None,
-    multiplier: int,
-    seen_fragments: set[str],
-    max_first: int,
-) -> tuple[int, int]:
-    """(depth, objects) of a selection set reached `multiplier` times."""
-    if selection_set is None:
-        return 0, 0
-    depth, objects = 0, 0
-    for selection in selection_set.selections:
-        if isinstance(selection, FieldNode):
-            inner = multiplier
-            if selection.name.value in CONNECTION_FIELDS:
-                inner *= _first(selection, context, max_first)
-            sub_depth, sub_objects = _measure(
-                context, selection.selection_set, inner, seen_fragments, max_first
-            )
-            depth = max(depth, sub_depth + 1)
-            objects += multiplier + sub_objects
-        elif isinstance(selection, InlineFragmentNode):
-            sub_depth, sub_objects = _measure(
-                context, selection.selection_set, multiplier, seen_fragments, max_first
-            )
-            depth, objects = max(depth, sub_depth), objects + sub_objects
-        elif isinstance(selection, FragmentSpreadNode):
-            name = selection.name.value
-            fragment = context.get_fragment(name)
-            if fragment is None or name in seen_fragments:
-                continue  # unknown or cyclic fragments are reported by the standard rules
-            sub_depth, sub_objects = _measure(
-                context, fragment.selection_set, multiplier, seen_fragments | {name}, max_first
-            )
-            depth, objects = max(depth, sub_depth), objects + sub_objects
-    return depth, objects
-
-
-def _first(field: FieldNode, context: ValidationContext, max_first: int) -> int:
-    for argument in field.arguments or ():
-        if argument.name.value != "first":
-            continue
-        if isinstance(argument.value, IntValueNode):
-            return max(0, min(int(argument.value.value), max_first))
-        if isinstance(argument.value, VariableNode):
-            return max_first  # unknown at validation time: assume the cap
-    return DEFAULT_FIRST
+    def _first(self, field: FieldNode) -> int:
+        for argument in field.arguments or ():
+            if argument.name.value == "first":
+                if isinstance(argument.value, IntValueNode):
+                    return max(0, min(int(argument.value.value), self.max_first))
+                return self.max_first  # a variable: assume the cap
+        return DEFAULT_FIRST

@@ -81,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     serve.add_argument("--max-first", type=int, default=100, help="page size cap (default 100)")
     serve.add_argument(
+        "--no-access-log", action="store_true", help="do not log each request (saves CPU)"
+    )
+    serve.add_argument(
         "--reload-interval",
         type=float,
         default=2.0,
@@ -193,6 +196,7 @@ def _serve(args: argparse.Namespace) -> int:
         loop="uvloop",
         http="httptools",
         log_level="info",
+        access_log=not args.no_access_log,
     )
     return 0
 
