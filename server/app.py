@@ -23,6 +23,7 @@ from schema.app import build_schema
 from schema.context import Context
 from schema.pagination import DEFAULT_MAX_FIRST
 from server.holder import IndexHolder
+from server.response_cache import ResponseCache
 
 logger = logging.getLogger("cachegql.server")
 ENV_PREFIX = "CACHEGQL_"
@@ -36,12 +37,14 @@ class Settings:
     default_tag: str | None = None
     max_first: int = DEFAULT_MAX_FIRST
     reload_interval: float = 2.0
+    response_cache_mb: float = 64.0
 
     def to_env(self) -> dict[str, str]:
         env = {
             "INDEX": str(self.index),
             "MAX_FIRST": str(self.max_first),
             "RELOAD_INTERVAL": str(self.reload_interval),
+            "RESPONSE_CACHE_MB": str(self.response_cache_mb),
         }
         if self.default_tag:
             env["DEFAULT_TAG"] = self.default_tag
@@ -55,6 +58,7 @@ class Settings:
             default_tag=env.get(ENV_PREFIX + "DEFAULT_TAG") or None,
             max_first=int(env.get(ENV_PREFIX + "MAX_FIRST", DEFAULT_MAX_FIRST)),
             reload_interval=float(env.get(ENV_PREFIX + "RELOAD_INTERVAL", 2.0)),
+            response_cache_mb=float(env.get(ENV_PREFIX + "RESPONSE_CACHE_MB", 64.0)),
         )
 
 
@@ -73,7 +77,11 @@ class GraphQLApp(GraphQL[Context, None]):
 def create_app(settings: Settings) -> Starlette:
     """The application for `settings`; the index is opened here, before the first request."""
     holder = IndexHolder(settings.index, settings.default_tag)
-    graphql = GraphQLApp(holder, settings)
+    graphql = ResponseCache(
+        GraphQLApp(holder, settings),
+        build_id=lambda: holder.store.build_id,
+        max_bytes=int(settings.response_cache_mb * 1024 * 1024),
+    )
 
     async def health(request: Request) -> Response:
         store = holder.store
@@ -84,6 +92,7 @@ def create_app(settings: Settings) -> Starlette:
                 "index": str(store.folder),
                 "default_tag": store.default_tag,
                 "tags": {t: store.snapshots[t].num_specs for t in store.tags},
+                "response_cache": graphql.stats(),
             }
         )
 

@@ -84,6 +84,14 @@ def _parser() -> argparse.ArgumentParser:
         "--no-access-log", action="store_true", help="do not log each request (saves CPU)"
     )
     serve.add_argument(
+        "--response-cache-mb",
+        type=float,
+        default=64.0,
+        metavar="MB",
+        help="memory for repeated identical requests' answers, per worker; 0 turns it off "
+        "(default 64)",
+    )
+    serve.add_argument(
         "--reload-interval",
         type=float,
         default=2.0,
@@ -184,6 +192,7 @@ def _serve(args: argparse.Namespace) -> int:
         default_tag=args.default_tag,
         max_first=args.max_first,
         reload_interval=args.reload_interval,
+        response_cache_mb=args.response_cache_mb,
     )
     os.environ.update(settings.to_env())
     print(f"GraphiQL and the API: http://{args.host}:{args.port}/graphql", file=sys.stderr)
