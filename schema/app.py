@@ -3,27 +3,50 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import anyio.to_thread
 import strawberry
-from graphql import GraphQLError
+from graphql import FieldNode, GraphQLError, Visitor, parse, visit
 from strawberry.extensions import AddValidationRules, ParserCache, ValidationCache
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from schema.errors import classify
 from schema.execution import FastExecutionContext
-from schema.limits import complexity_rule
+from schema.limits import CONNECTION_FIELDS, complexity_rule
 from schema.pagination import DEFAULT_MAX_FIRST
 from schema.query import Query
 
 DOCUMENT_CACHE_SIZE = 256
 
 
+@lru_cache(maxsize=DOCUMENT_CACHE_SIZE)
+def runs_inline(query: str | None) -> bool:
+    """Whether a query only reads precomputed data (no connection, no search), so that
+    running it on the event loop costs less than handing it to a thread."""
+    if not query:
+        return False
+    try:
+        document = parse(query)
+    except GraphQLError:
+        return False
+    expensive = False
+
+    class Finder(Visitor):
+        def enter_field(self, node: FieldNode, *_: Any) -> None:
+            nonlocal expensive
+            if node.name.value in CONNECTION_FIELDS:
+                expensive = True
+
+    visit(document, Finder())
+    return not expensive
+
+
 class CachegqlSchema(strawberry.Schema):
-    """Runs each operation in a worker thread: the index and whoosh calls are blocking."""
+    """Runs operations that may take long in a worker thread: the index and whoosh calls
+    are blocking, and the event loop must stay free for other requests."""
 
     async def execute(
         self,
@@ -45,6 +68,8 @@ class CachegqlSchema(strawberry.Schema):
             allowed_operation_types=allowed_operation_types,
             operation_extensions=operation_extensions,
         )
+        if runs_inline(query):
+            return run()
         return await anyio.to_thread.run_sync(run)
 
     def process_errors(
