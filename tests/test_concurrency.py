@@ -13,7 +13,7 @@ import pytest
 from index.demo import DemoConfig, write_pages
 from index.indexer import build_index
 from index.store import IndexStore
-from schema.app import build_schema
+from schema.app import build_schema, runs_inline
 from schema.context import Context
 from server.app import Settings, create_app
 from tests.conftest import LiveServer
@@ -97,3 +97,18 @@ def test_a_page_of_specs_reads_each_package_once(big_index: Path) -> None:
     assert info.misses == len(names) and info.hits == 0
     assert len(result.data["specs"]["nodes"]) == 100 and len(names) < 100
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "inline"),
+    [
+        ('{ spec(hash: "22xi27u") { hash package { name versions } } }', True),
+        ("{ tags { name } stacks { name targets { value count } } }", True),
+        ('{ package(name: "hdf5") { specs(first: 5) { totalCount } } }', False),
+        ('{ stack(name: "e4s") { packages { totalCount } } }', False),
+        ("query { ...F } fragment F on Query { specs { totalCount } }", False),
+        ("{ tags { name ", False),
+    ],
+)
+def test_only_queries_without_connections_run_on_the_event_loop(query: str, inline: bool) -> None:
+    assert runs_inline(query) is inline
