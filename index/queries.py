@@ -14,10 +14,9 @@ from index.criteria import CriteriaError, PackageCriteria, SpecCriteria
 from index.filtering import package_node, query_node, spec_node
 from index.hashes import normalize_prefix
 from index.plan import Node, RowsLeaf, conjunction
-from index.search import search_packages, search_specs
+from index.search import Ranked, search_packages, search_specs
 from index.snapshot import Snapshot, SpecData
 from index.specquery import parse_spec_query
-from index.store import IndexStore
 
 MAX_CANDIDATES = 10
 FACET_COLUMNS = {
@@ -56,7 +55,6 @@ def spec_by_hash(snapshot: Snapshot, text: str) -> SpecData | None:
 
 
 def find_specs(
-    store: IndexStore,
     snapshot: Snapshot,
     criteria: SpecCriteria | None = None,
     *,
@@ -68,17 +66,11 @@ def find_specs(
     parts = [spec_node(snapshot, criteria), *(within or [])]
     if query is not None:
         parts.append(query_node(snapshot, parse_spec_query(query)))
-    ranked = search_specs(snapshot, search) if search is not None else None
-    if ranked is not None:
-        parts.append(RowsLeaf(ranked.ids))
-    rows = conjunction(parts).rows(0, snapshot.num_specs)
-    if ranked is None:
-        return rows
-    return _reorder(rows, ranked.ids, ranked.scores)
+    ranked = None if search is None else search_specs(snapshot, search)
+    return _matching(parts, ranked, snapshot.num_specs)
 
 
 def find_packages(
-    store: IndexStore,
     snapshot: Snapshot,
     criteria: PackageCriteria | None = None,
     *,
@@ -87,18 +79,18 @@ def find_packages(
 ) -> Rows:
     """Package ids matching everything given, by name (or best first when searching)."""
     parts = [package_node(snapshot, criteria), *(within or [])]
-    ranked = search_packages(snapshot, search) if search is not None else None
+    ranked = None if search is None else search_packages(snapshot, search)
+    return _matching(parts, ranked, snapshot.num_packages)
+
+
+def _matching(parts: list[Node], ranked: Ranked | None, size: int) -> Rows:
+    """Ids in [0, size) matching every part: ascending, or by relevance when searching."""
     if ranked is not None:
         parts.append(RowsLeaf(ranked.ids))
-    ids = conjunction(parts).rows(0, snapshot.num_packages)
+    ids = conjunction(parts).rows(0, size)
     if ranked is None:
         return ids
-    return _reorder(ids, ranked.ids, ranked.scores)
-
-
-def _reorder(ids: Rows, ranked_ids: Rows, scores: Any) -> Rows:
-    """`ids` (a subset of the sorted `ranked_ids`) by score descending, then id."""
-    own_scores = scores[np.searchsorted(ranked_ids, ids)]
+    own_scores = ranked.scores[np.searchsorted(ranked.ids, ids)]
     ordered: Rows = ids[np.lexsort((ids, -own_scores))]
     return ordered
 

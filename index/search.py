@@ -9,6 +9,7 @@ way of matching; results come best first.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,25 +74,22 @@ def parse_terms(text: str) -> list[Term]:
 
 def search_specs(snapshot: Snapshot, text: str) -> Ranked:
     """Spec rows matching every term of `text`, with relevance scores."""
-    result: Ranked | None = None
-    for term in parse_terms(text):
-        matched = _term_specs(snapshot, term)
-        result = matched if result is None else _both(result, matched)
-        if not len(result.ids):
-            break
-    assert result is not None
-    return result
+    return _every_term(snapshot, text, _term_specs)
 
 
 def search_packages(snapshot: Snapshot, text: str) -> Ranked:
     """Package ids matching every term of `text`, with relevance scores."""
-    result: Ranked | None = None
-    for term in parse_terms(text):
-        matched = _term_packages(snapshot, term)
-        result = matched if result is None else _both(result, matched)
+    return _every_term(snapshot, text, _term_packages)
+
+
+def _every_term(snapshot: Snapshot, text: str, match: Callable[[Snapshot, Term], Ranked]) -> Ranked:
+    """What matches all terms (AND), each term's score added."""
+    terms = parse_terms(text)
+    result = match(snapshot, terms[0])
+    for term in terms[1:]:
         if not len(result.ids):
             break
-    assert result is not None
+        result = _both(result, match(snapshot, term))
     return result
 
 

@@ -365,7 +365,7 @@ def spec_connection(
     store = context.store
     snapshot = store.snapshot(tag)
     criteria = spec_criteria(filter)
-    rows = queries.find_specs(store, snapshot, criteria, query=query, search=search, within=scope)
+    rows = queries.find_specs(snapshot, criteria, query=query, search=search, within=scope)
     key = fingerprint(store.build_id, snapshot.tag, "specs", parent, criteria, query, search)
     page = window(key, len(rows), first, after, context.max_first)
     nodes = [spec_object(d) for d in snapshot.specs(rows[page.start : page.stop])]
@@ -392,7 +392,7 @@ def package_connection(
     store = context.store
     snapshot = store.snapshot(tag)
     criteria = package_criteria(filter)
-    ids = queries.find_packages(store, snapshot, criteria, search=search, within=scope)
+    ids = queries.find_packages(snapshot, criteria, search=search, within=scope)
     key = fingerprint(store.build_id, snapshot.tag, "packages", parent, criteria, search)
     page = window(key, len(ids), first, after, context.max_first)
     nodes = [package_object(context, snapshot.tag, int(i)) for i in ids[page.start : page.stop]]

@@ -235,7 +235,7 @@ def _query(args: argparse.Namespace) -> int:
     try:
         store = IndexStore(args.index)
         snapshot = store.snapshot(args.tag)
-        rows = find_specs(store, snapshot, query=args.spec)
+        rows = find_specs(snapshot, query=args.spec)
     except (IndexLoadError, CriteriaError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -379,9 +379,9 @@ def test_property_format_finds_the_spec(demo_index: Path, data: st.DataObject) -
     snapshot = store.snapshot(tag)
     row = data.draw(st.integers(0, snapshot.num_specs - 1))
     spec = snapshot.specs([row])[0]
-    assert row in find_specs(store, snapshot, query=format_spec(spec)).tolist()
+    assert row in find_specs(snapshot, query=format_spec(spec)).tolist()
     # and without the hash, it is still among the matches
-    assert row in find_specs(store, snapshot, query=format_spec(spec, with_hash=False)).tolist()
+    assert row in find_specs(snapshot, query=format_spec(spec, with_hash=False)).tolist()
 
 
 _STORES: dict[Path, Any] = {}
@@ -421,7 +421,7 @@ def test_fuzz_queries_never_fail_inside(demo_index: Path, text: str) -> None:
 
     store = _store(demo_index)
     with contextlib.suppress(SpecQueryError):
-        find_specs(store, store.snapshot(), query=text)
+        find_specs(store.snapshot(), query=text)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,593 @@
+"""cachegql at 1M specs: build, start, in-process queries, HTTP under load, and a peer.
+
+Run from the repository root with `make bench` (it also installs the peer's own venv),
+or `.venv/bin/python bench/run.py [--quick]`. It prints one table and writes the
+numbers as JSON to bench/results/. Work files (pages, indexes, the SQLite peer) are
+kept in bench/work/ and reused by later runs with the same configuration.
+
+Every load test is bounded: `--concurrency` keep-alive connections for at most
+`--duration` seconds and `--max-requests` requests, on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from index.store import IndexStore  # noqa: E402
+from schema.app import build_schema  # noqa: E402
+from schema.context import Context  # noqa: E402
+
+WORK = ROOT / "bench" / "work"
+RESULTS = ROOT / "bench" / "results"
+VENV = ROOT / ".venv" / "bin"
+PEER_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
+TAGS = "develop,develop-2025-03-30,v0.22.0"
+PORT = 8871
+SMALL_FACETS = (
+    "compilers { value count } oss { value count } platforms { value count } "
+    "targets { value count } stacks { value count }"
+)
+TOP_FACETS = "versions(first: 20) { value count } packages(first: 20) { value count }"
+ALL_FACETS = SMALL_FACETS + " versions { value count } packages { value count }"
+# Targets from the issue, for the verdict column: (kind, limit).
+TARGETS: dict[str, tuple[str, float]] = {
+    "hash_prefix": ("ms", 0.5),
+    "selective_page": ("ms", 3.0),
+    "broad_page": ("ms", 25.0),
+    "stacks": ("ms", 2.0),
+    "package_search": ("ms", 5.0),
+    "package_search_typo": ("ms", 5.0),
+    "page100_nested": ("ms", 8.0),
+}
+HTTP_QUERIES = ("hash_prefix", "selective_page", "package_search")
+
+
+@dataclass
+class Report:
+    """Everything measured, as one JSON document."""
+
+    machine: dict[str, Any]
+    config: dict[str, Any]
+    build: dict[str, Any] = field(default_factory=dict)
+    serving: dict[str, Any] = field(default_factory=dict)
+    in_process: dict[str, Any] = field(default_factory=dict)
+    http: dict[str, Any] = field(default_factory=dict)
+    peer: dict[str, Any] = field(default_factory=dict)
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def machine() -> dict[str, Any]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    memory = int(Path("/proc/meminfo").read_text().split()[1]) // 1024 // 1024
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": memory,
+        "python": platform.python_version(),
+        "system": platform.platform(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+
+
+def run_cli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(VENV / "cachegql"), *args],
+        cwd=ROOT,
+        check=True,
+        text=True,
+        capture_output=True,
+        **kwargs,
+    )
+
+
+def pages(config: dict[str, Any]) -> Path:
+    """The synthetic pages for `config`, generated once."""
+    folder = WORK / f"pages-{config['specs']}-{config['packages']}-seed{config['seed']}"
+    marker = folder / ".complete"
+    if not marker.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        log(f"generating {config['specs']} specs of demo pages into {folder}")
+        run_cli(
+            "demo-data",
+            "--specs",
+            str(config["specs"]),
+            "--packages",
+            str(config["packages"]),
+            "--tags",
+            TAGS,
+            "--seed",
+            str(config["seed"]),
+            "--out",
+            str(folder),
+        )
+        marker.touch()
+    return folder
+
+
+def folder_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def build(source: Path, report: Report) -> Path:
+    """Build the index in a child process; its wall time, peak RSS and size on disk."""
+    out = WORK / f"index-{source.name}"
+    log("building the index")
+    started = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    result = run_cli("index", str(source), "--out", str(out), "-q")
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    report.build = {
+        "seconds": round(seconds, 1),
+        "size_mb": round(folder_size(out.resolve()) / 1e6, 1),
+        "peak_rss_mb": round(max(peak, before) / 1024, 1),
+        "summary": result.stdout.strip(),
+    }
+    log(f"build: {report.build}")
+    return out
+
+
+def choose_parameters(store: IndexStore) -> dict[str, str]:
+    """Realistic arguments picked from the data, so that every query has answers."""
+    import numpy as np
+
+    snapshot = store.snapshot()
+    sizes = np.diff(snapshot.package_start)
+    big = int(np.argmax(np.where(sizes >= 20, sizes, 0) * (sizes < 5000)))
+    package = snapshot.package(big)
+    lo, hi = package.lo, package.hi
+    targets = np.bincount(snapshot.columns["target"].codes[lo:hi])
+    target = snapshot.columns["target"].values[int(np.argmax(targets))]
+    rows = np.arange(lo, hi)[snapshot.columns["target"].codes[lo:hi] == int(np.argmax(targets))]
+    atoms = snapshot.sets["atoms"]
+    counts: dict[str, int] = {}
+    for row in rows.tolist():
+        for atom in atoms.members(int(atoms.codes[row])).tolist():
+            name = atoms.values[atom]
+            if name.endswith("=true"):
+                counts[name] = counts.get(name, 0) + 1
+    variant = (
+        "+" + max(sorted(counts), key=counts.__getitem__).removesuffix("=true")
+        if counts
+        else "build_system=cmake"
+    )
+    row = snapshot.num_specs // 3
+    while True:  # a 7-character prefix that names exactly one spec
+        hash7 = snapshot.hash_of(row)[:7]
+        lo, hi = snapshot.hash_prefix_rows(hash7)
+        if hi - lo == 1:
+            break
+        row += 1
+    return {
+        "hash7": hash7,
+        "package": package.name,
+        "target": target,
+        "variant": variant,
+        "words": "torch scatter",
+        "typo_words": "torch scater",
+        "broad_target": "x86_64_v3",
+    }
+
+
+def cachegql_queries(p: dict[str, str]) -> dict[str, str]:
+    return {
+        "hash_prefix": f'{{ spec(hash: "{p["hash7"]}") {{ hash name version '
+        "compiler { name version } os target } }",
+        "package_specs": f'{{ package(name: "{p["package"]}") {{ name versions numSpecs '
+        "specs(first: 20) { totalCount nodes { hash version target } } } }",
+        "selective_page": f'{{ specs(filter: {{ package: {{ eq: "{p["package"]}" }}, target: '
+        f'{{ eq: "{p["target"]}" }}, variants: ["{p["variant"]}"] }}, first: 20) '
+        "{ totalCount nodes { hash name version } "
+        f"facets {{ {SMALL_FACETS} {TOP_FACETS} }} }} }}",
+        "broad_page": f'{{ specs(filter: {{ target: {{ eq: "{p["broad_target"]}" }}, platform: '
+        '{ eq: "linux" } }, first: 20) { totalCount nodes { hash name version } '
+        f"facets {{ {SMALL_FACETS} {TOP_FACETS} }} }} }}",
+        "broad_page_all_buckets": f'{{ specs(filter: {{ target: {{ eq: "{p["broad_target"]}" }}, '
+        'platform: { eq: "linux" } }, first: 20) { totalCount nodes { hash name version } '
+        f"facets {{ {ALL_FACETS} }} }} }}",
+        "stacks": "{ stacks { name numSpecs numPackages compilers { value count } "
+        "oss { value count } platforms { value count } targets { value count } } }",
+        "package_search": f'{{ packages(search: "{p["words"]}", first: 20) '
+        "{ totalCount nodes { name } } }",
+        "package_search_typo": f'{{ packages(search: "{p["typo_words"]}", first: 20) '
+        "{ totalCount nodes { name } } }",
+        "page100_nested": "{ specs(first: 100) { nodes { hash name version "
+        "compiler { name version } os target variants { name value } stacks "
+        "package { name numSpecs versions } } } }",
+    }
+
+
+def quantiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "median_ms": round(statistics.median(ordered) * 1000, 3),
+        "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 3),
+        "runs": len(ordered),
+    }
+
+
+def timed(call: Callable[[], Any], min_runs: int = 100, min_seconds: float = 1.0) -> list[float]:
+    for _ in range(3):
+        call()
+    samples: list[float] = []
+    started = time.perf_counter()
+    while len(samples) < min_runs or time.perf_counter() - started < min_seconds:
+        t = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - t)
+        if len(samples) >= 5000:
+            break
+    return samples
+
+
+def in_process(index: Path, report: Report) -> dict[str, str]:
+    """GraphQL execution in this process: no HTTP, each query with a fresh context."""
+    store = IndexStore(index)
+    schema = build_schema()
+    parameters = choose_parameters(store)
+    queries = cachegql_queries(parameters)
+    report.config["parameters"] = parameters
+    for name, query in queries.items():
+        first = schema.execute_sync(query, context_value=Context(store=store))
+        if first.errors:
+            raise RuntimeError(f"{name}: {first.errors}")
+
+        def call(query: str = query) -> None:
+            schema.execute_sync(query, context_value=Context(store=store))
+
+        report.in_process[name] = {**quantiles(timed(call)), "answer": _summary(first.data)}
+        log(f"in-process {name}: {report.in_process[name]}")
+    store.close()
+    return queries
+
+
+def _summary(data: Any) -> str:
+    text = json.dumps(data)
+    return text if len(text) < 120 else text[:117] + "..."
+
+
+def post(url: str, query: str, timeout: float = 30) -> bytes:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps({"query": query}).encode(),
+        headers={"content-type": "application/json", "accept": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        body: bytes = response.read()
+        return body
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in path.read_text().split()] if path.exists() else []
+
+
+@contextmanager
+def server(
+    command: list[str],
+    url: str,
+    env: dict[str, str] | None = None,
+    probe: str = "{ tags { name } }",
+) -> Iterator[tuple[subprocess.Popen[bytes], float]]:
+    """Start a server; yield it and the seconds from start to its first answered query."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
+    try:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"server exited: {' '.join(command)}")
+            try:
+                post(url, probe, timeout=2)
+                break
+            except OSError:
+                time.sleep(0.01)
+            if time.perf_counter() - started > 120:
+                raise RuntimeError("server did not answer within 120 s")
+        yield process, time.perf_counter() - started
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def load(port: int, query: str, args: argparse.Namespace) -> dict[str, Any]:
+    body = json.dumps({"query": query})
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "loadgen.py"),
+            "--port",
+            str(port),
+            "--body",
+            body,
+            "--concurrency",
+            str(args.concurrency),
+            "--duration",
+            str(args.duration),
+            "--max-requests",
+            str(args.max_requests),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    parsed: dict[str, Any] = json.loads(result.stdout)
+    return parsed
+
+
+def sequential_latency(url: str, query: str, runs: int = 200) -> dict[str, float]:
+    return quantiles(timed(lambda: post(url, query), min_runs=runs, min_seconds=0.5))
+
+
+def cachegql_command(index: Path, workers: int, cache: bool = True) -> list[str]:
+    command = [
+        str(VENV / "cachegql"),
+        "serve",
+        "--index",
+        str(index),
+        "--port",
+        str(PORT),
+        "--workers",
+        str(workers),
+        "--reload-interval",
+        "0",
+        "--no-access-log",
+    ]
+    return command if cache else [*command, "--response-cache-mb", "0"]
+
+
+def _workers(count: int) -> str:
+    return f"{count}_worker{'s' if count > 1 else ''}"
+
+
+def serving(index: Path, queries: dict[str, str], args: argparse.Namespace, report: Report) -> None:
+    """Start-up and memory of `cachegql serve`, then HTTP load with and without its cache."""
+    url = f"http://127.0.0.1:{PORT}/graphql"
+    log("serving: start to first answer, RSS, HTTP load with 1 and 2 workers")
+    for workers in (1, 2):
+        for cache in (False, True):
+            with server(cachegql_command(index, workers, cache), url) as (process, first_answer):
+                pids = children(process.pid) if workers > 1 else [process.pid]
+                key = f"cachegql_{_workers(workers)}_{'cached' if cache else 'uncached'}"
+                if not cache:
+                    report.serving[_workers(workers)] = {
+                        "start_to_first_answer_s": round(first_answer, 2),
+                        "rss_after_load_mb": [rss_mb(pid) for pid in pids],
+                    }
+                for name in HTTP_QUERIES:
+                    report.http.setdefault(name, {})[key] = load(PORT, queries[name], args)
+                    log(f"http {name} {key}: {report.http[name][key]}")
+                if not cache:
+                    report.serving[_workers(workers)]["rss_after_queries_mb"] = [
+                        rss_mb(pid) for pid in pids
+                    ]
+    log("serving: the bare starlette floor")
+    for name in HTTP_QUERIES:
+        body = WORK / f"floor-{name}.json"
+        with server(cachegql_command(index, 1), url):
+            body.write_bytes(post(url, queries[name]))
+        for workers in (1, 2):
+            command = [
+                str(VENV / "uvicorn"),
+                "bench.floor_app:app",
+                "--port",
+                str(PORT),
+                "--workers",
+                str(workers),
+                "--loop",
+                "uvloop",
+                "--http",
+                "httptools",
+                "--no-access-log",
+                "--log-level",
+                "warning",
+            ]
+            key = f"floor_{_workers(workers)}"
+            with server(command, url, env={"BENCH_FLOOR_BODY": str(body)}):
+                report.http[name][key] = load(PORT, queries[name], args)
+            log(f"http {name} {key}: {report.http[name][key]}")
+
+
+def peer(
+    index: Path, source: Path, parameters: dict[str, str], args: argparse.Namespace, report: Report
+) -> None:
+    """The shared queries, matched as closely as the plugin allows, against datasette +
+    datasette-graphql over SQLite and against cachegql (1 worker, no response cache)."""
+    from bench import peer_datasette
+
+    if not PEER_PYTHON.exists():
+        report.peer = {"skipped": f"{PEER_PYTHON} missing: run `make bench` to install the peer"}
+        log(report.peer["skipped"])
+        return
+    database = WORK / f"peer-{source.name}.db"
+    if not database.exists():
+        log("loading the peer's SQLite database")
+        report.peer["load"] = peer_datasette.build_database(source, database, PEER_PYTHON)
+    report.peer["load_db_mb"] = round(database.stat().st_size / 1e6, 1)
+    url = peer_datasette.graphql_url(PORT)
+    sides = {
+        "datasette": (
+            peer_datasette.QUERIES,
+            lambda: peer_datasette.start_server(database, PORT, PEER_PYTHON),
+        ),
+        "cachegql": (peer_datasette.CACHEGQL_QUERIES, None),
+    }
+    for side, (templates, start) in sides.items():
+        if start is not None:
+            process = start()
+            context: Any = None
+        else:
+            context = server(cachegql_command(index, 1, cache=False), url)
+            process, _ = context.__enter__()
+        try:
+            for name, template in templates.items():
+                query = peer_datasette.render(template, parameters)
+                answer = json.loads(post(url, query))
+                entry: dict[str, Any] = {"answer": _summary(answer)}
+                if "errors" not in answer:
+                    entry["sequential"] = sequential_latency(url, query, runs=100)
+                    if name in HTTP_QUERIES:
+                        entry["load"] = load(PORT, query, args)
+                report.peer.setdefault(name, {})[side] = entry
+                log(f"peer {name} {side}: {entry}")
+        finally:
+            if context is not None:
+                context.__exit__(None, None, None)
+            else:
+                peer_datasette.stop_server(process)
+
+
+def table(report: Report) -> str:
+    lines = [
+        f"cachegql benchmark: {report.config['specs']:,} specs, {report.config['packages']:,} "
+        f"packages, {len(TAGS.split(','))} tags, on {report.machine['cpu']} "
+        f"({report.machine['cores']} cores, {report.machine['memory_gib']} GiB), "
+        f"Python {report.machine['python']}, {report.machine['date']}",
+        "",
+        "| measure | result | target |",
+        "|---|---|---|",
+        f"| index build | {report.build['seconds']} s, {report.build['size_mb']} MB on disk, "
+        f"peak RSS {report.build['peak_rss_mb']} MB | <= 60 s |",
+    ]
+    one = report.serving.get(_workers(1), {})
+    if one:
+        lines += [
+            f"| serving RSS after load (1 worker) | {one['rss_after_load_mb'][0]} MB "
+            f"(after the load tests: {one['rss_after_queries_mb'][0]} MB) | <= 600 MB |",
+            f"| start to first answer | {one['start_to_first_answer_s']} s | <= 3 s |",
+        ]
+    for name, stats in report.in_process.items():
+        kind, limit = TARGETS.get(name, ("", 0))
+        target = f"<= {limit} ms" if kind else ""
+        lines.append(
+            f"| in-process `{name}` | median {stats['median_ms']} ms, p99 {stats['p99_ms']} ms | "
+            f"{target} |"
+        )
+    for name in HTTP_QUERIES:
+        runs = report.http.get(name, {})
+        for key in sorted(runs):
+            if key:
+                lines.append(
+                    f"| HTTP `{name}` {key.replace('_', ' ')} | {_load_text(runs[key])} | |"
+                )
+    for name, sides in report.peer.items():
+        if not isinstance(sides, dict) or "datasette" not in sides or "cachegql" not in sides:
+            continue
+        ours, theirs = sides["cachegql"], sides["datasette"]
+        if "sequential" not in ours or "sequential" not in theirs:
+            lines.append(f"| vs datasette-graphql `{name}` | an error on one side | |")
+            continue
+        mine, peer_ms = ours["sequential"]["median_ms"], theirs["sequential"]["median_ms"]
+        lines.append(
+            f"| vs datasette-graphql `{name}`, one client | cachegql {mine} ms, datasette "
+            f"{peer_ms} ms: {peer_ms / mine:.1f}x faster | ahead |"
+        )
+        if "load" in ours and "load" in theirs:
+            rate, peer_rate = ours["load"]["rps"], theirs["load"]["rps"]
+            lines.append(
+                f"| vs datasette-graphql `{name}`, under load | cachegql {rate:,} req/s (p99 "
+                f"{ours['load']['p99_ms']} ms), datasette {peer_rate:,} req/s (p99 "
+                f"{theirs['load']['p99_ms']} ms): {rate / max(peer_rate, 0.1):.1f}x | ahead |"
+            )
+    return "\n".join(lines)
+
+
+def _load_text(run: dict[str, Any]) -> str:
+    return (
+        f"{run['rps']:,} req/s, p50 {run['p50_ms']} ms, p99 {run['p99_ms']} ms "
+        f"({run['requests']} requests, {run['errors']} errors)"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--specs", type=int, default=1_000_000)
+    parser.add_argument("--packages", type=int, default=8000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--quick", action="store_true", help="100k specs and 5 s loads: a smoke run"
+    )
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=20.0)
+    parser.add_argument("--max-requests", type=int, default=100_000)
+    parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--skip-peer", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.specs, args.packages, args.duration = 100_000, 1500, 5.0
+    WORK.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    config = {
+        "specs": args.specs,
+        "packages": args.packages,
+        "seed": args.seed,
+        "tags": TAGS,
+        "concurrency": args.concurrency,
+        "duration_s": args.duration,
+    }
+    report = Report(machine=machine(), config=config)
+    source = pages(config)
+    index = build(source, report)
+    queries = in_process(index, report)
+    if not args.skip_http:
+        serving(index, queries, args, report)
+    if not args.skip_peer:
+        peer(index, source, report.config["parameters"], args, report)
+    text = table(report)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    (RESULTS / f"bench-{stamp}.json").write_text(json.dumps(report.__dict__, indent=1) + "\n")
+    (RESULTS / f"bench-{stamp}.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
