@@ -12,6 +12,7 @@ Every load test is bounded: `--concurrency` keep-alive connections for at most
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -252,6 +253,8 @@ def timed(call: Callable[[], Any], min_runs: int = 100, min_seconds: float = 1.0
 def in_process(index: Path, report: Report) -> dict[str, str]:
     """GraphQL execution in this process: no HTTP, each query with a fresh context."""
     store = IndexStore(index)
+    gc.collect()
+    gc.freeze()  # as the server does after loading an index
     schema = build_schema()
     parameters = choose_parameters(store)
     queries = cachegql_queries(parameters)

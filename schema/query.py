@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from typing import Annotated
+from weakref import WeakKeyDictionary
 
 import strawberry
 from strawberry.types import Info
 
 from index import queries
+from index.snapshot import Snapshot
 from schema.context import Context
 from schema.inputs import PackageFilter, SpecFilter
 from schema.types import (
@@ -23,6 +25,18 @@ from schema.types import (
     spec_object,
     stack_object,
 )
+
+_STACKS: WeakKeyDictionary[Snapshot, list[Stack]] = WeakKeyDictionary()
+
+
+def stack_objects(snapshot: Snapshot) -> list[Stack]:
+    """Every stack of a snapshot, built once (a snapshot never changes, and an index
+    that is no longer served takes its entry with it)."""
+    stacks = _STACKS.get(snapshot)
+    if stacks is None:
+        stacks = _STACKS[snapshot] = [stack_object(s) for s in queries.stacks(snapshot)]
+    return stacks
+
 
 SpecFilterArg = Annotated[SpecFilter | None, strawberry.argument(name="filter")]
 PackageFilterArg = Annotated[PackageFilter | None, strawberry.argument(name="filter")]
@@ -101,7 +115,7 @@ class Query:
 
     @strawberry.field(description="Per-stack aggregates of a tag, ordered by name.")
     def stacks(self, info: Info[Context, None], tag: str | None = None) -> list[Stack]:
-        return [stack_object(s) for s in queries.stacks(info.context.store.snapshot(tag))]
+        return stack_objects(info.context.store.snapshot(tag))
 
     @strawberry.field
     def stack(self, info: Info[Context, None], name: str, tag: str | None = None) -> Stack | None:

@@ -102,3 +102,80 @@ def test_every_package_summary_matches_its_pages(
                 "targets": sorted({s["target"] for s in mine}),
                 "stacks": sorted({st for s in mine for st in s["stacks"]}),
             }
+
+
+def test_every_corpus_spec_is_found_by_its_format(corpus_index: Path) -> None:
+    """Spack spec syntax on real pages: each spec's `format` finds it (engine of query:)."""
+    from index.queries import find_specs
+    from index.specformat import format_spec
+    from index.store import IndexStore
+
+    store = IndexStore(corpus_index)
+    for tag in store.tags:
+        snapshot = store.snapshot(tag)
+        for spec in snapshot.specs(list(range(snapshot.num_specs))):
+            assert spec.row in find_specs(snapshot, query=format_spec(spec)).tolist(), spec.hash
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "tag", "predicate"),
+    [
+        (
+            "py-torch-scatter@2.1.2 target=aarch64 %gcc@13",
+            "develop",
+            lambda s: (
+                s["name"] == "py-torch-scatter"
+                and s["target"] == "aarch64"
+                and oracle.compiler_normalized(s["compiler"]).startswith("gcc@13.")
+            ),
+        ),
+        (
+            "cudnn@8.9.7.29-12 os=ubuntu24.04",
+            "develop",
+            lambda s: (
+                s["name"] == "cudnn"
+                and s["versions"][0] == "8.9.7.29-12"
+                and s["os"] == "ubuntu24.04"
+            ),
+        ),
+        (
+            "cudnn@:8.9.7.29-11",
+            "develop",
+            lambda s: s["name"] == "cudnn" and s["versions"][0] in {"8.9.5.30-12", "8.9.7.29-11"},
+        ),
+        (
+            "hdf5 +mpi",
+            "develop-2025-03-30",
+            lambda s: s["name"] == "hdf5" and "+mpi" in s["variants"],
+        ),
+        (
+            "gcc languages=c,c++",
+            "develop",
+            lambda s: (
+                s["name"] == "gcc"
+                and any(v.startswith("languages") and "c++" in v for v in s["variants"])
+            ),
+        ),
+        (
+            "%none platform=linux",
+            "develop",
+            lambda s: s["compiler"] == "none" and s["platform"] == "linux",
+        ),
+        ("/22xi27u", "develop", lambda s: s["hash"].startswith("22xi27u")),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_spec_queries_on_real_pages(
+    corpus_gql: GraphQLClient, corpus_expected: Expected, query: str, tag: str, predicate: Any
+) -> None:
+    data = corpus_gql.data(
+        "query($q: String!, $t: String) { specs(query: $q, tag: $t, first: 100) "
+        "{ totalCount nodes { hash } } }",
+        q=query,
+        t=tag,
+    )["specs"]
+    expected = oracle.default_order(s for s in corpus_expected[tag].values() if predicate(s))
+    assert expected, "the query should match something on the real pages"
+    assert data["totalCount"] == len(expected)
+    assert [n["hash"] for n in data["nodes"]] == expected[:100]
