@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -14,7 +15,7 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 
-from index.indexer import build_index
+from index.indexer import BuildReport, build_index
 from server.app import Settings, create_app
 from tests import oracle
 
@@ -85,11 +86,18 @@ class GraphQLClient:
         return error
 
 
-@pytest.fixture(scope="session")
-def gql(pages_index: Path) -> Iterator[GraphQLClient]:
-    app = create_app(Settings(index=pages_index, reload_interval=0))
+@contextlib.contextmanager
+def serving(index: Path) -> Iterator[GraphQLClient]:
+    """The real app serving `index` on 127.0.0.1, and a client for it."""
+    app = create_app(Settings(index=index, reload_interval=0))
     with LiveServer(app) as url, httpx.Client(base_url=url, timeout=30) as client:
         yield GraphQLClient(client)
+
+
+@pytest.fixture(scope="session")
+def gql(pages_index: Path) -> Iterator[GraphQLClient]:
+    with serving(pages_index) as client:
+        yield client
 
 
 def shared_or_skip() -> Path:
@@ -100,3 +108,30 @@ def shared_or_skip() -> Path:
     if os.environ.get("CI") == "true":
         pytest.fail(message + "; CI=true requires it")
     pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def corpus_sources() -> list[Path]:
+    """The real pages: cache.spack.io's _cache folder and the two seed files."""
+    shared = shared_or_skip()
+    return [shared / "corpus" / "cache.spack.io" / "_cache", shared / "seeds"]
+
+
+@pytest.fixture(scope="session")
+def corpus_expected(corpus_sources: list[Path]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The real pages read independently: {tag: {hash: spec}}."""
+    return oracle.read_specs(corpus_sources)
+
+
+@pytest.fixture(scope="session")
+def corpus_build(
+    corpus_sources: list[Path], tmp_path_factory: pytest.TempPathFactory
+) -> BuildReport:
+    """An index of the real pages, built once per session, and its build report."""
+    return build_index(corpus_sources, tmp_path_factory.mktemp("corpus") / "ix")
+
+
+@pytest.fixture(scope="session")
+def corpus_gql(corpus_build: BuildReport) -> Iterator[GraphQLClient]:
+    with serving(corpus_build.out) as client:
+        yield client

@@ -5,56 +5,35 @@ Skips with a message where ../shared is absent; fails instead when CI=true.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from index.indexer import build_index
-from server.app import Settings, create_app
+from index.indexer import BuildReport
+from index.queries import find_specs
+from index.specformat import format_spec
+from index.store import IndexStore
 from tests import oracle
-from tests.conftest import GraphQLClient, LiveServer, shared_or_skip
+from tests.conftest import GraphQLClient
 
 pytestmark = pytest.mark.corpus
 Expected = dict[str, dict[str, dict[str, Any]]]
 
 
-@pytest.fixture(scope="module")
-def sources() -> list[Path]:
-    shared = shared_or_skip()
-    return [shared / "corpus" / "cache.spack.io" / "_cache", shared / "seeds"]
-
-
-@pytest.fixture(scope="module")
-def corpus_expected(sources: list[Path]) -> Expected:
-    return oracle.read_specs(sources)
-
-
-@pytest.fixture(scope="module")
-def corpus_index(sources: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("corpus") / "ix"
-    report = build_index(sources, out)
-    # The one legacy page is the only problem in the real corpus.
-    assert [p.message for p in report.problems] == [
+def test_the_legacy_page_is_the_only_problem(corpus_build: BuildReport) -> None:
+    assert [p.message for p in corpus_build.problems] == [
         "unsupported legacy format (spec_names without spec_details, as written before 2023); "
         "the page was skipped"
     ]
-    assert "py-black" in report.problems[0].path
-    return out
+    assert "py-black" in corpus_build.problems[0].path
 
 
-@pytest.fixture(scope="module")
-def corpus_gql(corpus_index: Path) -> Iterator[GraphQLClient]:
-    app = create_app(Settings(index=corpus_index, reload_interval=0))
-    with LiveServer(app) as url, httpx.Client(base_url=url, timeout=30) as client:
-        yield GraphQLClient(client)
-
-
-def test_every_page_loads(sources: list[Path], corpus_index: Path) -> None:
-    pages = [p for p in sources[0].rglob("specs.md")] + list(sources[1].glob("*.txt"))
+def test_every_page_loads(corpus_sources: list[Path], corpus_build: BuildReport) -> None:
+    cache, seeds = corpus_sources
+    pages = list(cache.rglob("specs.md")) + list(seeds.glob("*.txt"))
     assert len(pages) == 68  # 66 corpus pages (one legacy) and 2 seeds
+    assert corpus_build.pages == 67  # all but the legacy one
 
 
 def test_tag_counts_match_the_pages(corpus_gql: GraphQLClient, corpus_expected: Expected) -> None:
@@ -104,13 +83,9 @@ def test_every_package_summary_matches_its_pages(
             }
 
 
-def test_every_corpus_spec_is_found_by_its_format(corpus_index: Path) -> None:
+def test_every_corpus_spec_is_found_by_its_format(corpus_build: BuildReport) -> None:
     """Spack spec syntax on real pages: each spec's `format` finds it (engine of query:)."""
-    from index.queries import find_specs
-    from index.specformat import format_spec
-    from index.store import IndexStore
-
-    store = IndexStore(corpus_index)
+    store = IndexStore(corpus_build.out)
     for tag in store.tags:
         snapshot = store.snapshot(tag)
         for spec in snapshot.specs(list(range(snapshot.num_specs))):

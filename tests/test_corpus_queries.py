@@ -6,18 +6,13 @@ the seed pages. Skips with a message where ../shared is absent; fails instead wh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from index.indexer import build_index
-from server.app import Settings, create_app
 from tests import oracle
 from tests import oracle_queries as oq
-from tests.conftest import GraphQLClient, LiveServer, shared_or_skip
+from tests.conftest import GraphQLClient
 from tests.test_api_queries import (
     FACETS_QUERY,
     SPECS_QUERY,
@@ -47,28 +42,6 @@ FACET_CASES = [
         "not-variant-includes-specs-without-it",
     )
 ]
-
-
-@pytest.fixture(scope="module")
-def sources() -> list[Path]:
-    shared = shared_or_skip()
-    return [shared / "corpus" / "cache.spack.io" / "_cache", shared / "seeds"]
-
-
-@pytest.fixture(scope="module")
-def corpus_expected(sources: list[Path]) -> Expected:
-    return oracle.read_specs(sources)
-
-
-@pytest.fixture(scope="module")
-def corpus_gql(
-    sources: list[Path], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[GraphQLClient]:
-    out = tmp_path_factory.mktemp("corpus-queries") / "ix"
-    build_index(sources, out)
-    app = create_app(Settings(index=out, reload_interval=0))
-    with LiveServer(app) as url, httpx.Client(base_url=url, timeout=30) as client:
-        yield GraphQLClient(client)
 
 
 def test_the_corpus_has_the_tags(corpus_expected: Expected) -> None:

@@ -11,16 +11,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from index.indexer import build_index
 from index.specquery import SpecQueryError, SpecSyntaxError, UnsupportedSpecError, parse_spec_query
-from server.app import Settings, create_app
 from tests import oracle
-from tests.conftest import FIXTURES, PAGES, GraphQLClient, LiveServer
+from tests.conftest import FIXTURES, PAGES, GraphQLClient, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [PAGES, FIXTURES / "extra"]
@@ -42,9 +40,8 @@ def query_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def client(query_index: Path) -> Iterator[GraphQLClient]:
-    app = create_app(Settings(index=query_index, reload_interval=0))
-    with LiveServer(app) as url, httpx.Client(base_url=url, timeout=30) as http:
-        yield GraphQLClient(http)
+    with serving(query_index) as gql:
+        yield gql
 
 
 def _name(name: str) -> Predicate:
