@@ -48,15 +48,15 @@ class ResponseCache:
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self._applies(scope):
+        accept = self._cacheable_accept(scope)
+        if accept is None:
             await self.app(scope, receive, send)
             return
         read, body = await _read_body(receive)
         if body is None:  # too large, or not a plain body: pass it on untouched
             await self.app(scope, _replay(read, receive), send)
             return
-        headers = dict(scope["headers"])
-        key = (self.build_id(), headers.get(b"accept", b""), body)
+        key = (self.build_id(), accept, body)
         entry = self.entries.get(key)
         if entry is not None:
             self.hits += 1
@@ -73,13 +73,16 @@ class ResponseCache:
         await self.app(scope, _replay(read, receive), capture)
         self._keep(key, captured)
 
-    def _applies(self, scope: Scope) -> bool:
+    def _cacheable_accept(self, scope: Scope) -> bytes | None:
+        """The request's Accept header when its answer may be cached, else None."""
         if self.max_bytes <= 0 or scope["type"] != "http" or scope["method"] != "POST":
-            return False
+            return None
         headers = dict(scope["headers"])
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip()
-        accept = headers.get(b"accept", b"")
-        return content_type == b"application/json" and accept in CACHEABLE_ACCEPT
+        accept: bytes = headers.get(b"accept", b"")
+        if content_type != b"application/json" or accept not in CACHEABLE_ACCEPT:
+            return None
+        return accept
 
     def _keep(self, key: tuple[str, bytes, bytes], messages: list[Message]) -> None:
         start = next((m for m in messages if m["type"] == "http.response.start"), None)
