@@ -30,13 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cachegql.index import IndexStore
+from cachegql.schema import Context, build_schema
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from index.store import IndexStore  # noqa: E402
-from schema.app import build_schema  # noqa: E402
-from schema.context import Context  # noqa: E402
-
 WORK = ROOT / "bench" / "work"
 RESULTS = ROOT / "bench" / "results"
 VENV = ROOT / ".venv" / "bin"

@@ -1,4 +1,91 @@
-"""The search index: page parsing, index build, and queries over a built index.
+"""The search index over Spack build caches: ingest sources, build and publish an index,
+answer queries over it. Nothing here knows about GraphQL or HTTP.
 
-Nothing here knows about GraphQL or HTTP; `schema/` and `server/` build on it.
+This module is the index's front door: `schema/` and `server/` import from here and
+nowhere deeper. Inside, by concern:
+
+- `spack/`: Spack's vocabulary (versions, variants, compilers, hashes, spec syntax);
+- `ingest/`: finding and reading sources into `SpecRecord`s;
+- `disk/`: an index build on disk, written (`write`, `publish`) and read (`store`);
+- `query/`: criteria, the planner, full-text search, facets and stacks;
+- `fields.py`: the table of spec fields every part derives its lists from;
+- `build.py`: `cachegql index` from sources to a published build.
 """
+
+from cachegql.index.build import BuildError, BuildReport, build_index
+from cachegql.index.disk.layout import FORMAT_VERSION
+from cachegql.index.disk.publish import PublishError
+from cachegql.index.disk.snapshot import PackageData, Snapshot
+from cachegql.index.disk.store import IndexLoadError, IndexStore, UnknownTagError
+from cachegql.index.errors import CriteriaError
+from cachegql.index.fields import BUCKET_FIELDS, FACETS, SPEC_FIELDS, SpecField
+from cachegql.index.ingest import SourceError, StrictModeError
+from cachegql.index.query.answers import (
+    MAX_CANDIDATES,
+    AmbiguousHashError,
+    Bucket,
+    Facets,
+    Scope,
+    StackSummary,
+    find_packages,
+    find_specs,
+    spec_by_hash,
+    stack,
+    stacks,
+)
+from cachegql.index.query.criteria import (
+    PackageCriteria,
+    SpecCriteria,
+    StringMatch,
+    parse_variant_constraint,
+)
+from cachegql.index.records import Problem, SpecRecord
+from cachegql.index.spack import (
+    SHORT_HASH_LENGTH,
+    Compiler,
+    Variant,
+    format_spec,
+    normalize_prefix,
+)
+
+__all__ = [
+    "BUCKET_FIELDS",
+    "FACETS",
+    "FORMAT_VERSION",
+    "MAX_CANDIDATES",
+    "SHORT_HASH_LENGTH",
+    "SPEC_FIELDS",
+    "AmbiguousHashError",
+    "Bucket",
+    "BuildError",
+    "BuildReport",
+    "Compiler",
+    "CriteriaError",
+    "Facets",
+    "IndexLoadError",
+    "IndexStore",
+    "PackageCriteria",
+    "PackageData",
+    "Problem",
+    "PublishError",
+    "Scope",
+    "Snapshot",
+    "SourceError",
+    "SpecCriteria",
+    "SpecField",
+    "SpecRecord",
+    "StackSummary",
+    "StrictModeError",
+    "StringMatch",
+    "UnknownTagError",
+    "Variant",
+    "build_index",
+    "find_packages",
+    "find_specs",
+    "format_spec",
+    "normalize_prefix",
+    "parse_variant_constraint",
+    "spec_by_hash",
+    "stack",
+    "stacks",
+]

@@ -1,4 +1,33 @@
 """The GraphQL schema: strawberry types, inputs and thin resolvers over `index`.
 
-Nothing here knows about HTTP; `server/` mounts the schema on an ASGI app.
+Nothing here knows about HTTP; `server/` mounts the schema on an ASGI app. This
+module is the schema's front door: `server/` imports from here.
 """
+
+from cachegql.schema.app import (
+    CachegqlSchema,
+    Operation,
+    Runner,
+    build_schema,
+    export_sdl,
+    run_here,
+)
+from cachegql.schema.context import Context
+from cachegql.schema.errors import INTERNAL_MESSAGE, INTERNAL_SERVER_ERROR
+from cachegql.schema.limits import CONNECTION_FIELDS
+from cachegql.schema.pagination import DEFAULT_FIRST, DEFAULT_MAX_FIRST
+
+__all__ = [
+    "CONNECTION_FIELDS",
+    "DEFAULT_FIRST",
+    "DEFAULT_MAX_FIRST",
+    "INTERNAL_MESSAGE",
+    "INTERNAL_SERVER_ERROR",
+    "CachegqlSchema",
+    "Context",
+    "Operation",
+    "Runner",
+    "build_schema",
+    "export_sdl",
+    "run_here",
+]

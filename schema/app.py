@@ -1,59 +1,55 @@
-"""The strawberry schema of cachegql, executed off the event loop, with coded errors."""
+"""The strawberry schema of cachegql, with coded errors and bounded queries.
+
+Every operation is executed synchronously: the index answers synchronously, so there
+is nothing to await. Where the work runs (on the event loop, in a thread) is for the
+server to decide: it passes a `Runner` to `build_schema`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from functools import lru_cache, partial
+from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from typing import Any
 
-import anyio.to_thread
 import strawberry
-from graphql import FieldNode, GraphQLError, Visitor, parse, visit
+from graphql import GraphQLError
 from strawberry.extensions import AddValidationRules, ParserCache, ValidationCache
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from schema.errors import classify
-from schema.execution import FastExecutionContext
-from schema.limits import CONNECTION_FIELDS, complexity_rule
-from schema.pagination import DEFAULT_MAX_FIRST
-from schema.query import Query
+from cachegql.schema.errors import classify
+from cachegql.schema.execution import FastExecutionContext
+from cachegql.schema.limits import complexity_rule
+from cachegql.schema.pagination import DEFAULT_MAX_FIRST
+from cachegql.schema.query import Query
+
+__all__ = [
+    "DOCUMENT_CACHE_SIZE",
+    "CachegqlSchema",
+    "Operation",
+    "Runner",
+    "build_schema",
+    "export_sdl",
+    "run_here",
+]
 
 DOCUMENT_CACHE_SIZE = 256
+Operation = Callable[[], ExecutionResult]
+Runner = Callable[[str | None, Operation], Awaitable[ExecutionResult]]
+"""Runs one operation (given with its query text, to decide by) and returns its result."""
 
 
-@lru_cache(maxsize=DOCUMENT_CACHE_SIZE)
-def runs_inline(query: str | None) -> bool:
-    """Whether a query only reads precomputed data (no connection, no search), so that
-    running it on the event loop costs less than handing it to a thread."""
-    if not query:
-        return False
-    try:
-        document = parse(query)
-    except GraphQLError:
-        return False
-    expensive = False
-
-    class Finder(Visitor):
-        def enter_field(self, node: FieldNode, *_: Any) -> None:
-            nonlocal expensive
-            if node.name.value in CONNECTION_FIELDS:
-                expensive = True
-
-    visit(document, Finder())
-    return not expensive
+async def run_here(query: str | None, operation: Operation) -> ExecutionResult:
+    """The plain runner: the operation runs where it is awaited."""
+    return operation()
 
 
 class CachegqlSchema(strawberry.Schema):
-    """Runs operations that may take long in a worker thread: the index and whoosh calls
-    are blocking, and the event loop must stay free for other requests.
+    """A strawberry schema whose async `execute` hands the synchronous work to a runner."""
 
-    One thread at a time: the work is CPU-bound Python, so more threads only fight over
-    the GIL (measured at 1M specs: 280 filtered pages/s with up to 40 threads, 435 with
-    one). More cores are used with more worker processes.
-    """
-
-    _executor: anyio.CapacityLimiter | None = None
+    def __init__(self, *args: Any, runner: Runner = run_here, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.runner = runner
 
     async def execute(
         self,
@@ -65,7 +61,7 @@ class CachegqlSchema(strawberry.Schema):
         allowed_operation_types: Iterable[OperationType] | None = None,
         operation_extensions: dict[str, Any] | None = None,
     ) -> ExecutionResult:
-        run = partial(
+        operation = partial(
             self.execute_sync,
             query,
             variable_values=variable_values,
@@ -75,11 +71,7 @@ class CachegqlSchema(strawberry.Schema):
             allowed_operation_types=allowed_operation_types,
             operation_extensions=operation_extensions,
         )
-        if runs_inline(query):
-            return run()
-        if self._executor is None:
-            self._executor = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(run, limiter=self._executor)
+        return await self.runner(query, operation)
 
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
@@ -88,7 +80,7 @@ class CachegqlSchema(strawberry.Schema):
             classify(error)
 
 
-def build_schema(max_first: int = DEFAULT_MAX_FIRST) -> CachegqlSchema:
+def build_schema(max_first: int = DEFAULT_MAX_FIRST, runner: Runner = run_here) -> CachegqlSchema:
     """The schema, with parsed and validated documents cached (clients repeat their queries)."""
     rule = complexity_rule(max_first=max_first)
     return CachegqlSchema(
@@ -99,6 +91,7 @@ def build_schema(max_first: int = DEFAULT_MAX_FIRST) -> CachegqlSchema:
             lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
             lambda: AddValidationRules([rule]),
         ],
+        runner=runner,
     )
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from index.store import IndexStore
-from schema.pagination import DEFAULT_MAX_FIRST
+from cachegql.index import IndexStore
+from cachegql.schema.pagination import DEFAULT_MAX_FIRST
 
 
 @dataclass

@@ -6,8 +6,17 @@ import logging
 
 from graphql import GraphQLError
 
-from index.criteria import CriteriaError
-from index.queries import AmbiguousHashError
+from cachegql.index import AmbiguousHashError, CriteriaError
+
+__all__ = [
+    "AMBIGUOUS_HASH_PREFIX",
+    "BAD_USER_INPUT",
+    "INTERNAL_MESSAGE",
+    "INTERNAL_SERVER_ERROR",
+    "QUERY_TOO_COMPLEX",
+    "UserInputError",
+    "classify",
+]
 
 BAD_USER_INPUT = "BAD_USER_INPUT"
 AMBIGUOUS_HASH_PREFIX = "AMBIGUOUS_HASH_PREFIX"
@@ -22,10 +31,6 @@ class UserInputError(CriteriaError):
     """Bad input found by the schema layer itself (a cursor, a `first`)."""
 
 
-class TooComplexError(Exception):
-    """A query that would cost too much to answer."""
-
-
 def classify(error: GraphQLError) -> None:
     """Give `error` its code; hide what an internal error says, and log it instead."""
     extensions = dict(error.extensions or {})
@@ -38,8 +43,6 @@ def classify(error: GraphQLError) -> None:
         )
     elif isinstance(original, CriteriaError):
         extensions["code"] = BAD_USER_INPUT
-    elif isinstance(original, TooComplexError):
-        extensions["code"] = QUERY_TOO_COMPLEX
     elif original is None or error.path is None:
         # Parse, validation and variable errors come before any resolver runs:
         # the request itself is wrong.
@@ -50,7 +53,3 @@ def classify(error: GraphQLError) -> None:
         error.original_error = None
         extensions["code"] = INTERNAL_SERVER_ERROR
     error.extensions = extensions
-
-
-def too_complex(message: str) -> GraphQLError:
-    return GraphQLError(message, extensions={"code": QUERY_TOO_COMPLEX})

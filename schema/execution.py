@@ -6,7 +6,13 @@ straight off a dataclass, and lists of small objects made only of such fields, s
 as facet buckets and variants) that machinery costs several times the work itself.
 This execution context reads those fields directly and hands everything else, and
 anything unexpected (a null where the schema forbids one, a value that does not
-serialize), back to graphql-core, which then reports it exactly as it would have.
+serialize, a list that is not a list or tuple), back to graphql-core, which then
+reports it exactly as it would have.
+
+A field is plain when strawberry calls it basic (no resolver, no extensions, so no
+permission classes either) and reads it with `getattr`. This overrides graphql-core
+3.3's `execute_fields` and `complete_iterable_value`; pyproject pins that minor version,
+and tests/test_execution.py compares every query of the API tests with the stock path.
 """
 
 from __future__ import annotations
@@ -26,9 +32,14 @@ from graphql import (
 from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.pyutils import Path
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.types.field import StrawberryField
+
+__all__ = ["FastExecutionContext"]
 
 Reader = Callable[[Any], Any]
-_DEFINITION = "strawberry-definition"
+# Only these are read directly: anything else may be a one-shot iterator.
+_LISTS = (list, tuple)
 
 
 class _SlowPathError(Exception):
@@ -60,7 +71,7 @@ def _serializer(field_type: GraphQLOutputType) -> Callable[[Any], Any] | None:
                 if non_null:
                     raise _SlowPathError
                 return None
-            if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            if not isinstance(value, _LISTS):
                 raise _SlowPathError
             return [item(v) for v in value]
 
@@ -69,15 +80,19 @@ def _serializer(field_type: GraphQLOutputType) -> Callable[[Any], Any] | None:
 
 
 def _plain_reader(field: GraphQLField) -> Reader | None:
-    """How to read and complete a field resolved by strawberry's default resolver."""
-    if not getattr(field.resolve, "_is_default", False) or field.args:
+    """How to read and complete a basic field that strawberry resolves with `getattr`."""
+    definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
+    if (
+        not isinstance(definition, StrawberryField)
+        or not definition.is_basic_field
+        or definition.default_resolver is not getattr
+        or field.args
+    ):
         return None
-    definition = (field.extensions or {}).get(_DEFINITION)
-    name = getattr(definition, "python_name", None)
     serialize = _serializer(field.type)
-    if name is None or serialize is None:
+    if serialize is None:
         return None
-    get = attrgetter(name)
+    get = attrgetter(definition.python_name)
     return lambda source: serialize(get(source))
 
 
@@ -158,6 +173,8 @@ class FastExecutionContext(StrawberryGraphQLCoreExecutionContext):
     ) -> list[dict[str, Any] | None] | None:
         """A list of objects whose selected fields are all plain: one dict per item."""
         object_type = item_type.of_type if isinstance(item_type, GraphQLNonNull) else item_type
+        if not isinstance(items, _LISTS):
+            return None
         if not isinstance(object_type, GraphQLObjectType) or object_type.is_type_of:
             return None
         if self.get_stream_usage(field_details_list, path) is not None:

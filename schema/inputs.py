@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
 import strawberry
 
-from index.criteria import PackageCriteria, SpecCriteria, StringMatch, VariantConstraint
-from index.hashes import normalize_prefix
+from cachegql.index import (
+    SPEC_FIELDS,
+    PackageCriteria,
+    SpecCriteria,
+    StringMatch,
+    normalize_prefix,
+    parse_variant_constraint,
+)
+
+__all__ = [
+    "PackageFilter",
+    "PackageFilterArg",
+    "SpecFilter",
+    "SpecFilterArg",
+    "StringFilter",
+    "package_criteria",
+    "spec_criteria",
+]
 
 
 @strawberry.input(description="String matching; all given operators must hold.")
@@ -76,17 +92,13 @@ def spec_criteria(value: SpecFilter | None) -> SpecCriteria | None:
     """The index criteria for a SpecFilter; raises CriteriaError on unusable values."""
     if value is None:
         return None
+    # The StringFilter fields of SpecFilter are the spec fields of the index, by name.
+    matches = ((f.name, string_match(getattr(value, f.name))) for f in SPEC_FIELDS)
     return SpecCriteria(
         hash_prefix=None if value.hash_prefix is None else normalize_prefix(value.hash_prefix),
-        package=string_match(value.package),
-        version=string_match(value.version),
-        compiler=string_match(value.compiler),
-        compiler_name=string_match(value.compiler_name),
-        os=string_match(value.os),
-        platform=string_match(value.platform),
-        target=string_match(value.target),
+        fields=tuple((name, match) for name, match in matches if match is not None),
         stack=string_match(value.stack),
-        variants=tuple(VariantConstraint.parse(v) for v in value.variants or ()),
+        variants=tuple(parse_variant_constraint(v) for v in value.variants or ()),
         all_of=tuple(c for c in map(spec_criteria, value.and_ or ()) if c is not None),
         any_of=None
         if value.or_ is None
@@ -111,3 +123,7 @@ def package_criteria(value: PackageFilter | None) -> PackageCriteria | None:
         else tuple(package_criteria(c) or PackageCriteria() for c in value.or_),
         not_=package_criteria(value.not_),
     )
+
+
+SpecFilterArg = Annotated[SpecFilter | None, strawberry.argument(name="filter")]
+PackageFilterArg = Annotated[PackageFilter | None, strawberry.argument(name="filter")]

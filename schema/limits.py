@@ -21,14 +21,15 @@ from graphql import (
     ValidationRule,
 )
 
-from schema.errors import QUERY_TOO_COMPLEX
-from schema.pagination import DEFAULT_MAX_FIRST
+from cachegql.schema.errors import QUERY_TOO_COMPLEX
+from cachegql.schema.pagination import DEFAULT_FIRST, DEFAULT_MAX_FIRST
+
+__all__ = ["CONNECTION_FIELDS", "MAX_DEPTH", "MAX_VALUES", "complexity_rule"]
 
 MAX_DEPTH = 12
 MAX_VALUES = 100_000
 CONNECTION_FIELDS = frozenset({"specs", "packages"})
 PAGE_FIELDS = frozenset({"nodes", "edges"})
-DEFAULT_FIRST = 20
 
 
 def complexity_rule(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from dataclasses import dataclass
 
-from schema.errors import UserInputError
+from cachegql.schema.errors import UserInputError
 
+__all__ = ["DEFAULT_FIRST", "DEFAULT_MAX_FIRST", "Window", "fingerprint", "window"]
+
+# A connection's page size when `first` is left out, and the cap on `first`.
+DEFAULT_FIRST = 20
 DEFAULT_MAX_FIRST = 100
 
 
@@ -69,8 +72,3 @@ def window(query: str, total: int, first: int | None, after: str | None, max_fir
     start = 0 if after is None else decode_cursor(after, query) + 1
     start = min(start, total)
     return Window(query, start, min(total, start + min(first, max_first)), total)
-
-
-def dumps(value: object) -> str:
-    """Stable text of argument values, for fingerprints."""
-    return json.dumps(value, sort_keys=True, default=repr)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
 from weakref import WeakKeyDictionary
 
 import strawberry
 from strawberry.types import Info
 
-from index import queries
-from index.snapshot import Snapshot
-from schema.context import Context
-from schema.inputs import PackageFilter, SpecFilter
-from schema.types import (
+from cachegql.index import Snapshot, spec_by_hash
+from cachegql.index import stack as stack_summary
+from cachegql.index import stacks as stack_summaries
+from cachegql.schema.context import Context
+from cachegql.schema.inputs import PackageFilterArg, SpecFilterArg
+from cachegql.schema.pagination import DEFAULT_FIRST
+from cachegql.schema.types import (
     Package,
     PackageConnection,
     Spec,
@@ -34,12 +35,8 @@ def stack_objects(snapshot: Snapshot) -> list[Stack]:
     that is no longer served takes its entry with it)."""
     stacks = _STACKS.get(snapshot)
     if stacks is None:
-        stacks = _STACKS[snapshot] = [stack_object(s) for s in queries.stacks(snapshot)]
+        stacks = _STACKS[snapshot] = [stack_object(s) for s in stack_summaries(snapshot)]
     return stacks
-
-
-SpecFilterArg = Annotated[SpecFilter | None, strawberry.argument(name="filter")]
-PackageFilterArg = Annotated[PackageFilter | None, strawberry.argument(name="filter")]
 
 
 @strawberry.type
@@ -69,7 +66,9 @@ class Query:
         snapshot = info.context.store.snapshot(tag)
         package_id = snapshot.package_id(name)
         return (
-            None if package_id is None else package_object(info.context, snapshot.tag, package_id)
+            None
+            if package_id is None
+            else package_object(info.context, snapshot.package(package_id))
         )
 
     @strawberry.field(
@@ -82,10 +81,10 @@ class Query:
         tag: str | None = None,
         search: str | None = None,
         filter: PackageFilterArg = None,
-        first: int | None = 20,
+        first: int | None = DEFAULT_FIRST,
         after: str | None = None,
     ) -> PackageConnection:
-        return package_connection(info.context, tag, None, [], filter, search, first, after)
+        return package_connection(info.context, tag, None, filter, search, first, after)
 
     @strawberry.field(
         description="One spec by full hash or by an unambiguous hash prefix (Spack's /abc123); "
@@ -93,7 +92,7 @@ class Query:
         "AMBIGUOUS_HASH_PREFIX and extensions.candidates."
     )
     def spec(self, info: Info[Context, None], hash: str, tag: str | None = None) -> Spec | None:
-        data = queries.spec_by_hash(info.context.store.snapshot(tag), hash)
+        data = spec_by_hash(info.context.store.snapshot(tag), hash)
         return None if data is None else spec_object(data)
 
     @strawberry.field(
@@ -108,10 +107,10 @@ class Query:
         filter: SpecFilterArg = None,
         query: str | None = None,
         search: str | None = None,
-        first: int | None = 20,
+        first: int | None = DEFAULT_FIRST,
         after: str | None = None,
     ) -> SpecConnection:
-        return spec_connection(info.context, tag, None, [], filter, query, search, first, after)
+        return spec_connection(info.context, tag, None, filter, query, search, first, after)
 
     @strawberry.field(description="Per-stack aggregates of a tag, ordered by name.")
     def stacks(self, info: Info[Context, None], tag: str | None = None) -> list[Stack]:
@@ -119,5 +118,5 @@ class Query:
 
     @strawberry.field
     def stack(self, info: Info[Context, None], name: str, tag: str | None = None) -> Stack | None:
-        summary = queries.stack(info.context.store.snapshot(tag), name)
+        summary = stack_summary(info.context.store.snapshot(tag), name)
         return None if summary is None else stack_object(summary)

@@ -3,23 +3,35 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated
 
 import strawberry
 from strawberry.types import Info
 
-from index import queries
-from index.model import Compiler as CompilerData
-from index.plan import Node, RangeLeaf, RowsLeaf
-from index.snapshot import PackageData, SpecData
-from index.specformat import format_spec
-from index.variants import Variant as VariantData
-from schema.context import Context
-from schema.errors import UserInputError
-from schema.inputs import PackageFilter, SpecFilter, package_criteria, spec_criteria
-from schema.pagination import Window, fingerprint, window
+from cachegql.index import (
+    SHORT_HASH_LENGTH,
+    Facets,
+    PackageData,
+    Scope,
+    SpecRecord,
+    StackSummary,
+    find_packages,
+    find_specs,
+    format_spec,
+)
+from cachegql.index import Compiler as CompilerData
+from cachegql.index import Variant as VariantData
+from cachegql.schema.context import Context
+from cachegql.schema.errors import UserInputError
+from cachegql.schema.inputs import (
+    PackageFilter,
+    PackageFilterArg,
+    SpecFilter,
+    SpecFilterArg,
+    package_criteria,
+    spec_criteria,
+)
+from cachegql.schema.pagination import DEFAULT_FIRST, Window, fingerprint, window
 
-SHORT_HASH = 7
 FACET_FIRST = "Spec counts per value, count descending then value; `first` keeps the top ones."
 
 
@@ -93,11 +105,12 @@ class Spec:
     stacks: list[str]
     size: int | None
     tarball: str | None
-    _data: strawberry.Private[SpecData]
+    _data: strawberry.Private[SpecRecord]
 
     @strawberry.field
     def package(self, info: Info[Context, None]) -> Package:
-        return package_object(info.context, self._data.tag, self._data.package_id)
+        snapshot = info.context.store.snapshot(self.tag)
+        return package_object(info.context, snapshot.package(snapshot.package_ids[self.name]))
 
     @strawberry.field(
         description="Spack-style one-line spec; pasted into `query:`, it matches this spec."
@@ -106,38 +119,33 @@ class Spec:
         return format_spec(self._data)
 
 
-def spec_object(data: SpecData) -> Spec:
+def spec_object(data: SpecRecord) -> Spec:
     return Spec(
         hash=data.hash,
-        short_hash=data.hash[:SHORT_HASH],
-        name=data.name,
+        short_hash=data.hash[:SHORT_HASH_LENGTH],
+        name=data.package,
         tag=data.tag,
-        version=data.versions[0],
-        versions=data.versions,
+        version=data.version,
+        versions=list(data.versions),
         compiler=_compiler(data.compiler),
         os=data.os,
         platform=data.platform,
         target=data.target,
         variants=[_variant(v) for v in data.variants],
-        stacks=data.stacks,
+        stacks=list(data.stacks),
         size=data.size,
         tarball=data.tarball,
         _data=data,
     )
 
 
-def package_object(context: Context, tag: str, package_id: int) -> Package:
-    """The Package of this request for (tag, id): built once, shared by every spec."""
-    key = ("package", tag, package_id)
+def package_object(context: Context, data: PackageData) -> Package:
+    """The Package of this request for `data`: built once, shared by every spec."""
+    key = ("package", data.tag, data.id)
     package = context.cache.get(key)
     if package is None:
-        data = context.store.snapshot(tag).package(package_id)
         package = context.cache[key] = Package(name=data.name, tag=data.tag, _data=data)
     return package
-
-
-SpecFilterArg = Annotated[SpecFilter | None, strawberry.argument(name="filter")]
-PackageFilterArg = Annotated[PackageFilter | None, strawberry.argument(name="filter")]
 
 
 @strawberry.type
@@ -152,19 +160,19 @@ class Package:
 
     @strawberry.field(description='Normalized "gcc@13.2.0", "none"; sorted.')
     def compilers(self) -> list[str]:
-        return self._data.compilers
+        return self._data.distinct("compiler")
 
     @strawberry.field
     def oss(self) -> list[str]:
-        return self._data.oss
+        return self._data.distinct("os")
 
     @strawberry.field
     def platforms(self) -> list[str]:
-        return self._data.platforms
+        return self._data.distinct("platform")
 
     @strawberry.field
     def targets(self) -> list[str]:
-        return self._data.targets
+        return self._data.distinct("target")
 
     @strawberry.field(description="Sorted.")
     def stacks(self) -> list[str]:
@@ -185,20 +193,11 @@ class Package:
         filter: SpecFilterArg = None,
         query: str | None = None,
         search: str | None = None,
-        first: int | None = 20,
+        first: int | None = DEFAULT_FIRST,
         after: str | None = None,
     ) -> SpecConnection:
-        scope = RangeLeaf(self._data.lo, self._data.hi)
         return spec_connection(
-            info.context,
-            self.tag,
-            ("package", self.name),
-            [scope],
-            filter,
-            query,
-            search,
-            first,
-            after,
+            info.context, self.tag, Scope.package(self.name), filter, query, search, first, after
         )
 
 
@@ -221,13 +220,11 @@ class Stack:
         info: Info[Context, None],
         filter: PackageFilterArg = None,
         search: str | None = None,
-        first: int | None = 20,
+        first: int | None = DEFAULT_FIRST,
         after: str | None = None,
     ) -> PackageConnection:
-        snapshot = info.context.store.snapshot(self.tag)
-        scope = RowsLeaf(queries.stack_packages(snapshot, self.name))
         return package_connection(
-            info.context, self.tag, ("stack", self.name), [scope], filter, search, first, after
+            info.context, self.tag, Scope.stack(self.name), filter, search, first, after
         )
 
     @strawberry.field
@@ -237,43 +234,34 @@ class Stack:
         filter: SpecFilterArg = None,
         query: str | None = None,
         search: str | None = None,
-        first: int | None = 20,
+        first: int | None = DEFAULT_FIRST,
         after: str | None = None,
     ) -> SpecConnection:
-        snapshot = info.context.store.snapshot(self.tag)
-        scope = RowsLeaf(queries.stack_rows(snapshot, self.name))
         return spec_connection(
-            info.context,
-            self.tag,
-            ("stack", self.name),
-            [scope],
-            filter,
-            query,
-            search,
-            first,
-            after,
+            info.context, self.tag, Scope.stack(self.name), filter, query, search, first, after
         )
 
 
-def stack_object(summary: queries.StackSummary) -> Stack:
-    def buckets(pairs: list[tuple[str, int]]) -> list[Bucket]:
-        return [Bucket(value=v, count=c) for v, c in pairs]
-
+def stack_object(summary: StackSummary) -> Stack:
+    buckets = {
+        facet: [Bucket(value=v, count=c) for v, c in pairs]
+        for facet, pairs in summary.buckets.items()
+    }
     return Stack(
         name=summary.name,
         tag=summary.tag,
         num_specs=summary.num_specs,
         num_packages=summary.num_packages,
-        compilers=buckets(summary.compilers),
-        oss=buckets(summary.oss),
-        platforms=buckets(summary.platforms),
-        targets=buckets(summary.targets),
+        compilers=buckets["compilers"],
+        oss=buckets["oss"],
+        platforms=buckets["platforms"],
+        targets=buckets["targets"],
     )
 
 
 @strawberry.type
 class SpecFacets:
-    _facets: strawberry.Private[queries.Facets]
+    _facets: strawberry.Private[Facets]
 
     def _buckets(self, name: str, first: int | None) -> list[Bucket]:
         if first is not None and first < 0:
@@ -353,8 +341,7 @@ def _page_info(page: Window) -> PageInfo:
 def spec_connection(
     context: Context,
     tag: str | None,
-    parent: object,
-    scope: list[Node],
+    scope: Scope | None,
     filter: SpecFilter | None,
     query: str | None,
     search: str | None,
@@ -365,8 +352,8 @@ def spec_connection(
     store = context.store
     snapshot = store.snapshot(tag)
     criteria = spec_criteria(filter)
-    rows = queries.find_specs(snapshot, criteria, query=query, search=search, within=scope)
-    key = fingerprint(store.build_id, snapshot.tag, "specs", parent, criteria, query, search)
+    rows = find_specs(snapshot, criteria, query=query, search=search, scope=scope)
+    key = fingerprint(store.build_id, snapshot.tag, "specs", scope, criteria, query, search)
     page = window(key, len(rows), first, after, context.max_first)
     nodes = [spec_object(d) for d in snapshot.specs(rows[page.start : page.stop])]
     return SpecConnection(
@@ -374,15 +361,14 @@ def spec_connection(
         page_info=_page_info(page),
         edges=[SpecEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)],
         nodes=nodes,
-        facets=SpecFacets(_facets=queries.Facets(snapshot, rows)),
+        facets=SpecFacets(_facets=Facets(snapshot, rows)),
     )
 
 
 def package_connection(
     context: Context,
     tag: str | None,
-    parent: object,
-    scope: list[Node],
+    scope: Scope | None,
     filter: PackageFilter | None,
     search: str | None,
     first: int | None,
@@ -392,10 +378,11 @@ def package_connection(
     store = context.store
     snapshot = store.snapshot(tag)
     criteria = package_criteria(filter)
-    ids = queries.find_packages(snapshot, criteria, search=search, within=scope)
-    key = fingerprint(store.build_id, snapshot.tag, "packages", parent, criteria, search)
+    ids = find_packages(snapshot, criteria, search=search, scope=scope)
+    key = fingerprint(store.build_id, snapshot.tag, "packages", scope, criteria, search)
     page = window(key, len(ids), first, after, context.max_first)
-    nodes = [package_object(context, snapshot.tag, int(i)) for i in ids[page.start : page.stop]]
+    page_ids = ids[page.start : page.stop].tolist()
+    nodes = [package_object(context, snapshot.package(i)) for i in page_ids]
     return PackageConnection(
         total_count=page.total,
         page_info=_page_info(page),

@@ -19,11 +19,13 @@ from starlette.routing import Route
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 
-from schema.app import build_schema
-from schema.context import Context
-from schema.pagination import DEFAULT_MAX_FIRST
-from server.holder import IndexHolder
-from server.response_cache import ResponseCache
+from cachegql.schema import DEFAULT_MAX_FIRST, Context, build_schema
+from cachegql.server.holder import IndexHolder
+from cachegql.server.offload import Offloader
+from cachegql.server.response_cache import ResponseCache
+from cachegql.server.version import VERSION
+
+__all__ = ["GraphQLApp", "Settings", "app_from_env", "create_app"]
 
 logger = logging.getLogger("cachegql.server")
 ENV_PREFIX = "CACHEGQL_"
@@ -66,7 +68,8 @@ class GraphQLApp(GraphQL[Context, None]):
     """Each request is answered from the index current when it arrived."""
 
     def __init__(self, holder: IndexHolder, settings: Settings) -> None:
-        super().__init__(build_schema(settings.max_first))
+        self.offloader = Offloader()
+        super().__init__(build_schema(settings.max_first, runner=self.offloader))
         self.holder = holder
         self.settings = settings
 
@@ -77,8 +80,9 @@ class GraphQLApp(GraphQL[Context, None]):
 def create_app(settings: Settings) -> Starlette:
     """The application for `settings`; the index is opened here, before the first request."""
     holder = IndexHolder(settings.index, settings.default_tag)
+    graphql_app = GraphQLApp(holder, settings)
     graphql = ResponseCache(
-        GraphQLApp(holder, settings),
+        graphql_app,
         build_id=lambda: holder.store.build_id,
         max_bytes=int(settings.response_cache_mb * 1024 * 1024),
     )
@@ -88,8 +92,8 @@ def create_app(settings: Settings) -> Starlette:
         return JSONResponse(
             {
                 "status": "ok",
+                "version": VERSION,
                 "build": store.build_id,
-                "index": str(store.folder),
                 "default_tag": store.default_tag,
                 "tags": {t: store.snapshots[t].num_specs for t in store.tags},
                 "response_cache": graphql.stats(),
@@ -116,6 +120,7 @@ def create_app(settings: Settings) -> Starlette:
         lifespan=lifespan,
     )
     app.state.holder = holder
+    app.state.offloader = graphql_app.offloader
     return app
 
 

@@ -9,6 +9,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from cachegql.schema import DEFAULT_MAX_FIRST
+from cachegql.server.version import VERSION
+
+__all__ = ["main"]
+
 QUERY_BATCH = 1000
 EXAMPLES = """\
 examples:
@@ -42,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"cachegql {VERSION}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     index = commands.add_parser(
@@ -79,7 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--default-tag", metavar="TAG", help="tag used when a query names none")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    serve.add_argument("--max-first", type=int, default=100, help="page size cap (default 100)")
+    serve.add_argument(
+        "--max-first",
+        type=int,
+        default=DEFAULT_MAX_FIRST,
+        help=f"page size cap (default {DEFAULT_MAX_FIRST})",
+    )
     serve.add_argument(
         "--no-access-log", action="store_true", help="do not log each request (saves CPU)"
     )
@@ -136,11 +147,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _index(args: argparse.Namespace) -> int:
-    from index.indexer import BuildError, build_index
-    from index.ingest import StrictModeError
-    from index.publish import PublishError
-    from index.sources import SourceError
-    from server.progress import ProgressBar
+    from cachegql.index import BuildError, PublishError, SourceError, StrictModeError, build_index
+    from cachegql.server.progress import ProgressBar
 
     progress = None if args.quiet else ProgressBar("reading pages")
     try:
@@ -171,12 +179,12 @@ def _index(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from index.store import IndexLoadError, IndexStore
-    from server.app import Settings
+    from cachegql.index import IndexLoadError, IndexStore
+    from cachegql.server.app import Settings
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
     if args.index is None:
-        from server.default_data import default_index
+        from cachegql.server.default_data import default_index
 
         print("no --index given: serving the embedded demo data", file=sys.stderr)
         index = default_index()
@@ -197,7 +205,7 @@ def _serve(args: argparse.Namespace) -> int:
     os.environ.update(settings.to_env())
     print(f"GraphiQL and the API: http://{args.host}:{args.port}/graphql", file=sys.stderr)
     uvicorn.run(
-        "server.app:app_from_env",
+        "cachegql.server.app:app_from_env",
         factory=True,
         host=args.host,
         port=args.port,
@@ -211,7 +219,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from index.demo import DemoConfig, write_pages
+    from cachegql.demo import DemoConfig, write_pages
 
     tags = tuple(t.strip() for t in args.tags.split(",") if t.strip())
     config = DemoConfig(packages=args.packages, specs=args.specs, tags=tags, seed=args.seed)
@@ -223,13 +231,17 @@ def _demo(args: argparse.Namespace) -> int:
 def _query(args: argparse.Namespace) -> int:
     import json
 
-    from index.criteria import CriteriaError
-    from index.queries import find_specs
-    from index.specformat import format_spec
-    from index.store import IndexLoadError, IndexStore
+    from cachegql.index import (
+        SHORT_HASH_LENGTH,
+        CriteriaError,
+        IndexLoadError,
+        IndexStore,
+        find_specs,
+        format_spec,
+    )
 
     if args.index is None:
-        from server.default_data import default_index
+        from cachegql.server.default_data import default_index
 
         args.index = default_index()
     try:
@@ -243,14 +255,14 @@ def _query(args: argparse.Namespace) -> int:
         specs = [
             {
                 "hash": s.hash,
-                "name": s.name,
-                "version": s.versions[0],
+                "name": s.package,
+                "version": s.version,
                 "compiler": s.compiler.normalized,
                 "os": s.os,
                 "platform": s.platform,
                 "target": s.target,
                 "variants": [v.raw for v in s.variants],
-                "stacks": s.stacks,
+                "stacks": list(s.stacks),
                 "format": format_spec(s),
             }
             for s in snapshot.specs(rows)
@@ -264,7 +276,7 @@ def _query(args: argparse.Namespace) -> int:
         return 0
     for start in range(0, len(rows), QUERY_BATCH):
         for spec in snapshot.specs(rows[start : start + QUERY_BATCH]):
-            print(f"{spec.hash[:7]} {format_spec(spec, with_hash=False)}")
+            print(f"{spec.hash[:SHORT_HASH_LENGTH]} {format_spec(spec, with_hash=False)}")
     print(
         f"==> {len(rows)} matching spec{'' if len(rows) == 1 else 's'} in {snapshot.tag}",
         file=sys.stderr,
@@ -273,7 +285,7 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from schema.app import export_sdl
+    from cachegql.schema import export_sdl
 
     sdl = export_sdl()
     if args.check is None:

@@ -7,10 +7,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from index.build import FORMAT_VERSION
-from index.demo import DemoConfig, write_pages
-from index.indexer import build_index
-from index.store import IndexStore
+from cachegql.demo import DemoConfig, write_pages
+from cachegql.index import FORMAT_VERSION, IndexStore, build_index
+
+__all__ = ["DEFAULT_CONFIG", "cache_folder", "default_index"]
 
 DEFAULT_CONFIG = DemoConfig()
 # Bump when the generator's output changes, so cached default indexes are rebuilt.

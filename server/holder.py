@@ -6,8 +6,9 @@ import gc
 import logging
 from pathlib import Path
 
-from index.publish import resolve
-from index.store import IndexStore
+from cachegql.index import IndexStore
+
+__all__ = ["IndexHolder"]
 
 logger = logging.getLogger("cachegql.server")
 
@@ -24,7 +25,7 @@ class IndexHolder:
     def reload_if_changed(self) -> bool:
         """Open the build `path` now points to, if it changed; keep the old one on failure."""
         try:
-            folder = resolve(self.path)
+            folder = self.path.resolve(strict=True)
         except OSError as exc:
             logger.error(
                 "index %s is unreadable (%s); still serving %s", self.path, exc, self.store.build_id

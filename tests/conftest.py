@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,10 +16,12 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 
-from index.indexer import BuildReport, build_index
-from server.app import Settings, create_app
+from cachegql.index import BuildReport, build_index
+from cachegql.server.app import Settings, create_app
 from tests import oracle
 
+# The installed console script, beside this interpreter: what users run.
+CLI = str(Path(sys.executable).with_name("cachegql"))
 FIXTURES = Path(__file__).parent / "fixtures"
 PAGES = FIXTURES / "pages"
 SHARED = Path(os.environ.get("CACHEGQL_SHARED", Path(__file__).resolve().parents[2] / "shared"))

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from index.indexer import build_index
-from server.app import Settings, create_app
+from cachegql.index import build_index
+from cachegql.server.app import Settings, create_app
 from tests import oracle
 from tests import oracle_queries as oq
 from tests.conftest import GraphQLClient, LiveServer

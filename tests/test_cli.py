@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from index.store import IndexStore
-from tests.conftest import PAGES
+from cachegql.index import IndexStore
+from tests.conftest import CLI, PAGES
 from tests.page_factory import page_text, spec, write_page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,9 +21,9 @@ SUBCOMMANDS = ["index", "serve", "demo-data", "schema"]
 
 
 def cachegql(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """Run `python -m server.cli ARGS` from the project folder."""
+    """Run the installed `cachegql ARGS` from the project folder."""
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", *map(str, args)],
+        [CLI, *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -10,10 +10,7 @@ from typing import Any
 
 import pytest
 
-from index.indexer import BuildReport
-from index.queries import find_specs
-from index.specformat import format_spec
-from index.store import IndexStore
+from cachegql.index import BuildReport, IndexStore, find_specs, format_spec
 from tests import oracle
 from tests.conftest import GraphQLClient
 
@@ -88,8 +85,9 @@ def test_every_corpus_spec_is_found_by_its_format(corpus_build: BuildReport) -> 
     store = IndexStore(corpus_build.out)
     for tag in store.tags:
         snapshot = store.snapshot(tag)
-        for spec in snapshot.specs(list(range(snapshot.num_specs))):
-            assert spec.row in find_specs(snapshot, query=format_spec(spec)).tolist(), spec.hash
+        rows = list(range(snapshot.num_specs))
+        for row, spec in zip(rows, snapshot.specs(rows), strict=True):
+            assert row in find_specs(snapshot, query=format_spec(spec)).tolist(), spec.hash
     store.close()
 
 

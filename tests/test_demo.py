@@ -7,7 +7,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -17,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from index.demo import DemoConfig, write_pages
-from server.default_data import DEFAULT_CONFIG, default_index
+from cachegql.demo import DemoConfig, write_pages
+from cachegql.server.default_data import DEFAULT_CONFIG, default_index
 from tests import oracle
-from tests.conftest import GraphQLClient, serving
+from tests.conftest import CLI, GraphQLClient, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -130,7 +129,7 @@ def test_serve_without_an_index_answers_on_the_embedded_data(tmp_path: Path) -> 
     """The README's first command: `cachegql serve` with nothing else answers at /graphql."""
     port = _free_port()
     env = {**os.environ, "CACHEGQL_CACHE_DIR": str(tmp_path)}
-    command = [sys.executable, "-m", "server.cli", "serve", "--port", str(port)]
+    command = [CLI, "serve", "--port", str(port)]
     log = tmp_path / "serve.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(

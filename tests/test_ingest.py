@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from index.indexer import build_index
-from index.ingest import Ingested, StrictModeError, ingest
-from index.queries import stacks
-from index.store import IndexStore
+from cachegql.index import IndexStore, build_index, stacks
+from cachegql.index.ingest import Ingested, StrictModeError, ingest
 from tests.conftest import PAGES
 from tests.page_factory import fake_hash, page_text, spec, write_page
 
@@ -292,7 +290,7 @@ def test_conflicting_duplicate_names_both_files_and_fields(tmp_path: Path) -> No
     assert "kept the first" in message
     table = result.tables["develop"]
     kept = table.record(table.rows_by_hash[fake_hash("x")])
-    assert (kept.compiler, kept.versions) == ("gcc@13.2.0", ("1.0.0",))
+    assert (kept.compiler.raw, kept.versions) == ("gcc@13.2.0", ("1.0.0",))
     assert len(table) == 1
 
 

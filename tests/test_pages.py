@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from index.model import parse_compiler
-from index.pages import NotAPageError, Page, PageError, parse_page, read_page
-from index.variants import parse_variant
+from cachegql.index.ingest import NotAPageError, Page, PageError, parse_page, read_page
+from cachegql.index.spack import Variant, parse_compiler, parse_variant
 from tests.conftest import PAGES
 from tests.page_factory import page_text, spec
 
@@ -23,6 +22,11 @@ ZLIB_OLD = CACHE / "v0.22.0" / "zlib" / "specs.md"  # windows, msvc@=19.40.33811
 ZLIB_LOOSE = PAGES / "loose" / "zlib-develop.txt"
 LEGACY = CACHE / "develop" / "py-black" / "specs.md"
 GOOD_PAGES = [HDF5, CUDNN, TORCH_SCATTER, CMAKE, ZLIB_OLD, ZLIB_LOOSE]
+
+
+def _raw(variants: tuple[Variant, ...]) -> tuple[str, ...]:
+    """Variants as the page wrote them."""
+    return tuple(v.raw for v in variants)
 
 
 def _by_hash(page: Page) -> dict[str, Any]:
@@ -49,13 +53,13 @@ def test_fixture_page_specs_match_the_page_text(
         assert record.package == want["name"]
         assert record.tag == want["tag"]
         assert record.versions == tuple(want["versions"])
-        assert record.compiler == want["compiler"]
+        assert record.compiler.raw == want["compiler"]
         assert (record.os, record.platform, record.target) == (
             want["os"],
             want["platform"],
             want["target"],
         )
-        assert record.variants == tuple(want["variants"])
+        assert _raw(record.variants) == tuple(want["variants"])
         assert record.stacks == tuple(sorted(want["stacks"]))
         assert record.size == (None if want["size"] == "-" else want["size"])
         assert record.tarball == want.get("tarball")
@@ -83,8 +87,8 @@ def test_2025_page_plain_compilers_and_variants_in_every_form() -> None:
     """hdf5 (sorted keys): gcc@13.2.0 as written; +x ~x k=v k:=v, multi-valued, quoted, raw."""
     specs = _by_hash(read_page(HDF5))
     cuda = specs["qm4i2hz4uep3enthjxjqi5ogz7kok3zv"]
-    assert cuda.compiler == "gcc@13.2.0"
-    assert cuda.variants == (
+    assert cuda.compiler.raw == "gcc@13.2.0"
+    assert _raw(cuda.variants) == (
         "+cuda",
         "+mpi",
         "cuda_arch=70,80",
@@ -92,10 +96,10 @@ def test_2025_page_plain_compilers_and_variants_in_every_form() -> None:
         "languages='c,c++,fortran'",
     )
     rocm = specs["2mwufxbv54byvsehogfqrclri3qzj7uf"]
-    assert "amdgpu_target:=gfx90a" in rocm.variants
-    assert "libs:=shared,static" in rocm.variants
-    assert "~shared" in specs["ujzdegxdncf32epf3dhodzdocis2jhtl"].variants
-    assert specs["br6qmw4wxfogo6mvn6a6wfhym6l3vfz5"].variants[-1] == "patches:=f42732a"
+    assert "amdgpu_target:=gfx90a" in _raw(rocm.variants)
+    assert "libs:=shared,static" in _raw(rocm.variants)
+    assert "~shared" in _raw(specs["ujzdegxdncf32epf3dhodzdocis2jhtl"].variants)
+    assert specs["br6qmw4wxfogo6mvn6a6wfhym6l3vfz5"].variants[-1].raw == "patches:=f42732a"
     assert specs["22xi2rdl3erbfqfoeqh5av2ricphkqdl"].versions == ("develop",)
 
 
@@ -103,19 +107,19 @@ def test_2024_page_keeps_raw_compiler_and_tarball() -> None:
     """py-torch-scatter (ordered keys): gcc@=11.4.0 kept raw, tarball URL read, numeric size."""
     specs = _by_hash(read_page(TORCH_SCATTER))
     first = specs["43tbic367aez54pgojjg5fcaioctiq3h"]
-    assert first.compiler == "gcc@=11.4.0"
+    assert first.compiler.raw == "gcc@=11.4.0"
     assert first.tarball is not None
     assert first.tarball.startswith("https://binaries.spack.io/develop/build_cache/")
     assert first.tarball.endswith("-43tbic367aez54pgojjg5fcaioctiq3h.spack")
     assert first.size is None  # "-"
     assert specs["gwncxvjcnqcnau2xltenc76e2gzjfkzr"].size == 123456
-    assert specs["6uk3geqfng274loi25phssrrxqqm4plp"].compiler == "apple-clang@=15.0.0"
+    assert specs["6uk3geqfng274loi25phssrrxqqm4plp"].compiler.raw == "apple-clang@=15.0.0"
 
 
 def test_binary_only_page_compiler_none_and_dashed_versions() -> None:
     """cudnn: compiler `none`; versions like 8.9.7.29-12 stay whole strings."""
     page = read_page(CUDNN)
-    assert {s.compiler for s in page.specs} == {"none"}
+    assert {s.compiler.raw for s in page.specs} == {"none"}
     assert {v for s in page.specs for v in s.versions} == {
         "8.9.5.30-12",
         "8.9.7.29-11",
@@ -128,7 +132,7 @@ def test_windows_page_msvc_compiler() -> None:
     """zlib v0.22.0 carries a windows spec built by msvc@=19.40.33811."""
     specs = _by_hash(read_page(ZLIB_OLD))
     windows = specs["kjwskkegy7mtic6udyfkozm6lnczkywh"]
-    assert (windows.platform, windows.os, windows.compiler) == (
+    assert (windows.platform, windows.os, windows.compiler.raw) == (
         "windows",
         "windows0",
         "msvc@=19.40.33811",

@@ -5,19 +5,17 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from index.indexer import BuildError, BuildReport, build_index
-from index.ingest import StrictModeError
-from index.publish import PARTIAL, PublishError, builds_folder
-from index.store import IndexStore
-from server.holder import IndexHolder
-from tests.conftest import PAGES
+from cachegql.index import BuildError, BuildReport, IndexStore, build_index
+from cachegql.index.disk.publish import PARTIAL, PublishError, builds_folder
+from cachegql.index.ingest import StrictModeError
+from cachegql.server.holder import IndexHolder
+from tests.conftest import CLI, PAGES
 from tests.page_factory import page_text, spec, write_corpus, write_page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,7 +188,7 @@ def test_build_error_says_nothing_was_published(tmp_path: Path) -> None:
 def _big_corpus(folder: Path) -> None:
     """A corpus large enough that writing its index takes a noticeable time."""
     if (ROOT / "index" / "demo.py").exists():
-        command = [sys.executable, "-m", "server.cli", "demo-data"]
+        command = [CLI, "demo-data"]
         command += ["--specs", "300000", "--packages", "3000", "--out", str(folder)]
         subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=KILL_TIMEOUT)
     else:
@@ -206,7 +204,7 @@ def test_killed_build_leaves_previous_index_serving(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     _big_corpus(corpus)
 
-    command = [sys.executable, "-m", "server.cli", "index", str(corpus), "--out", str(out), "-q"]
+    command = [CLI, "index", str(corpus), "--out", str(out), "-q"]
     process = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

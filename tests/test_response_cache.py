@@ -7,8 +7,8 @@ from pathlib import Path
 
 import httpx
 
-from index.indexer import build_index
-from server.app import Settings, create_app
+from cachegql.index import build_index
+from cachegql.server.app import Settings, create_app
 from tests.conftest import PAGES, LiveServer
 
 QUERY = {"query": "query($t: String) { tags { name numSpecs } packages(tag: $t) { totalCount } }"}

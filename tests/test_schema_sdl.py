@@ -6,7 +6,7 @@ from pathlib import Path
 
 from graphql import build_schema, find_breaking_changes
 
-from schema.app import export_sdl
+from cachegql.schema import export_sdl
 from tests.conftest import FIXTURES, shared_or_skip
 
 SDL = Path(__file__).resolve().parents[1] / "schema" / "schema.graphql"

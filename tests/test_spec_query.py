@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from index.indexer import build_index
-from index.specquery import SpecQueryError, SpecSyntaxError, UnsupportedSpecError, parse_spec_query
+from cachegql.index import build_index
+from cachegql.index.spack import (
+    SpecQueryError,
+    SpecSyntaxError,
+    UnsupportedSpecError,
+    parse_spec_query,
+)
 from tests import oracle
-from tests.conftest import FIXTURES, PAGES, GraphQLClient, serving
+from tests.conftest import CLI, FIXTURES, PAGES, GraphQLClient, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [PAGES, FIXTURES / "extra"]
@@ -354,7 +358,7 @@ def test_format_looks_like_spack(client: GraphQLClient) -> None:
 
 @pytest.fixture(scope="module")
 def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from index.demo import DemoConfig, write_pages
+    from cachegql.demo import DemoConfig, write_pages
 
     root = tmp_path_factory.mktemp("demo")
     write_pages(DemoConfig(packages=60, specs=1500, seed=3), root / "pages")
@@ -368,8 +372,7 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @given(data=st.data())
 def test_property_format_finds_the_spec(demo_index: Path, data: st.DataObject) -> None:
     """For any spec of the demo data, querying with its `format` string returns it."""
-    from index.queries import find_specs
-    from index.specformat import format_spec
+    from cachegql.index import find_specs, format_spec
 
     store = _store(demo_index)
     tag = data.draw(st.sampled_from(store.tags))
@@ -385,7 +388,7 @@ _STORES: dict[Path, Any] = {}
 
 
 def _store(path: Path) -> Any:
-    from index.store import IndexStore
+    from cachegql.index import IndexStore
 
     if path not in _STORES:
         _STORES[path] = IndexStore(path)
@@ -414,7 +417,7 @@ def test_fuzz_parser_raises_only_its_own_errors(text: str) -> None:
 @given(text=st.text(SPEC_ALPHABET, max_size=30))
 def test_fuzz_queries_never_fail_inside(demo_index: Path, text: str) -> None:
     """Whatever parses also evaluates: no error other than the parser's own."""
-    from index.queries import find_specs
+    from cachegql.index import find_specs
 
     store = _store(demo_index)
     with contextlib.suppress(SpecQueryError):
@@ -423,7 +426,7 @@ def test_fuzz_queries_never_fail_inside(demo_index: Path, text: str) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", "query", *args],
+        [CLI, "query", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -6,17 +6,16 @@ With `strict=True` the first problem stops the ingest instead.
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
 
-from index.model import Problem, SpecRecord
-from index.pages import NotAPageError, Page, PageError, read_page
-from index.sources import Candidate, iter_candidates
+from cachegql.index.ingest.pages import NotAPageError, Page, PageError, read_page
+from cachegql.index.ingest.sources import Candidate, iter_candidates
+from cachegql.index.ingest.tables import TagTable
+from cachegql.index.records import Problem, SpecRecord
 
-K = TypeVar("K", bound=Hashable)
+__all__ = ["Ingested", "StrictModeError", "ingest", "ingest_candidates"]
 
 
 class StrictModeError(Exception):
@@ -25,70 +24,6 @@ class StrictModeError(Exception):
     def __init__(self, problem: Problem) -> None:
         super().__init__(str(problem))
         self.problem = problem
-
-
-class Interner(Generic[K]):
-    """Assigns small consecutive codes to distinct values, in first-seen order."""
-
-    def __init__(self) -> None:
-        self.codes: dict[K, int] = {}
-        self.values: list[K] = []
-
-    def __call__(self, value: K) -> int:
-        code = self.codes.get(value)
-        if code is None:
-            code = self.codes[value] = len(self.values)
-            self.values.append(value)
-        return code
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-
-class TagTable:
-    """The specs of one tag, column by column, each column dictionary-encoded."""
-
-    COLUMNS = ("package", "versions", "compiler", "os", "platform", "target", "variants", "stacks")
-
-    def __init__(self, tag: str) -> None:
-        self.tag = tag
-        self.hashes: list[str] = []
-        self.rows_by_hash: dict[str, int] = {}
-        self.dictionaries: dict[str, Interner[Any]] = {c: Interner() for c in self.COLUMNS}
-        self.codes: dict[str, array[int]] = {c: array("i") for c in self.COLUMNS}
-        self.sizes: array[int] = array("q")
-        self.tarballs: list[str | None] = []
-        self.source_page: array[int] = array("i")
-
-    def __len__(self) -> int:
-        return len(self.hashes)
-
-    def add(self, spec: SpecRecord, page_id: int) -> int | None:
-        """Add a spec; if its hash is already here, return the earlier row instead."""
-        earlier = self.rows_by_hash.get(spec.hash)
-        if earlier is not None:
-            return earlier
-        codes = [self.dictionaries[c](getattr(spec, c)) for c in self.COLUMNS]
-        self.rows_by_hash[spec.hash] = len(self.hashes)
-        self.hashes.append(spec.hash)
-        for column, code in zip(self.COLUMNS, codes, strict=True):
-            self.codes[column].append(code)
-        self.sizes.append(-1 if spec.size is None else spec.size)
-        self.tarballs.append(spec.tarball)
-        self.source_page.append(page_id)
-        return None
-
-    def record(self, row: int) -> SpecRecord:
-        """Rebuild the spec stored at `row`."""
-        fields = {c: self.dictionaries[c].values[self.codes[c][row]] for c in self.COLUMNS}
-        size = self.sizes[row]
-        return SpecRecord(
-            hash=self.hashes[row],
-            tag=self.tag,
-            size=None if size < 0 else size,
-            tarball=self.tarballs[row],
-            **fields,
-        )
 
 
 @dataclass

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = ["PAGE_FILE_NAME", "Candidate", "SourceError", "iter_candidates"]
+
 # Folders walked for pages skip these: version control and editor clutter, never pages.
 _SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules"})
 # The site's own file name for a package page: found in a folder, it must be a page.

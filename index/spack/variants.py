@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+__all__ = ["Variant", "parse_variant"]
+
 _NAME = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
 _BOOL = re.compile(rf"^([+~\-])({_NAME})$")
 _KEY_VALUE = re.compile(rf"^({_NAME})(:=|==|=)(.*)$")

@@ -15,20 +15,18 @@ from typing import Any
 
 import orjson
 
-from index.model import Problem, SpecRecord, parse_compiler
-from index.variants import parse_variant
+from cachegql.index.fields import SPEC_FIELDS, SpecField
+from cachegql.index.records import Problem, SpecRecord
+from cachegql.index.spack.compilers import parse_compiler
+from cachegql.index.spack.hashes import is_hash
+from cachegql.index.spack.variants import parse_variant
 
-HASH_ALPHABET = frozenset("abcdefghijklmnopqrstuvwxyz234567")
-HASH_LENGTH = 32
+__all__ = ["NotAPageError", "Page", "PageError", "parse_page", "read_page"]
+
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(?:\s(.*)|)$")
-_SPEC_STRING_FIELDS = ("compiler", "os", "platform", "target")
-_META_SUMMARY_FIELDS = {
-    "versions": "versions",
-    "compilers": "compiler",
-    "oss": "os",
-    "platforms": "platform",
-    "targets": "target",
-}
+# A page's spec objects carry every text attribute of a record under its own name,
+# except the package, which is the page's title.
+_TEXT_KEYS = tuple(f.name for f in SPEC_FIELDS if f.attribute and f.name != "package")
 
 
 class NotAPageError(Exception):
@@ -160,43 +158,38 @@ def _spec(item: object, package: str, tag: str) -> SpecRecord:
     digest = item.get("hash")
     if not isinstance(digest, str):
         raise ValueError("missing 'hash'" if digest is None else "'hash' must be a string")
-    if len(digest) != HASH_LENGTH or not HASH_ALPHABET.issuperset(digest):
+    if not is_hash(digest):
         raise ValueError(f"hash {digest!r} is not 32 lowercase base32 characters")
     where = f"hash {digest}: "
-    strings = {}
-    for key in _SPEC_STRING_FIELDS:
-        value = item.get(key)
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError(where + f"'{key}' must be a non-empty string")
-        strings[key] = value
-    try:
-        parse_compiler(strings["compiler"])
-    except ValueError as exc:
-        raise ValueError(where + str(exc)) from None
+    texts = {key: _text(item, key, where) for key in ("compiler", *_TEXT_KEYS)}
     versions = _string_list(item, "versions", where)
     if not versions:
         raise ValueError(where + "'versions' must not be empty")
-    variants = _string_list(item, "variants", where)
-    for raw in variants:
-        try:
-            parse_variant(raw)
-        except ValueError as exc:
-            raise ValueError(where + str(exc)) from None
+    try:
+        compiler = parse_compiler(texts.pop("compiler"))
+        variants = tuple(parse_variant(raw) for raw in _string_list(item, "variants", where))
+    except ValueError as exc:
+        raise ValueError(where + str(exc)) from None
     stacks = _string_list(item, "stacks", where)
     return SpecRecord(
         hash=digest,
         package=package,
         tag=tag,
         versions=tuple(versions),
-        compiler=strings["compiler"],
-        os=strings["os"],
-        platform=strings["platform"],
-        target=strings["target"],
-        variants=tuple(variants),
+        compiler=compiler,
+        variants=variants,
         stacks=tuple(sorted(set(stacks))),
         size=_size(item.get("size"), where),
         tarball=_tarball(item.get("tarball"), where),
+        **texts,
     )
+
+
+def _text(item: dict[str, Any], key: str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(where + f"'{key}' must be a non-empty string")
+    return value
 
 
 def _string_list(item: dict[str, Any], key: str, where: str) -> list[str]:
@@ -254,27 +247,30 @@ def _meta_disagreements(raw: str, details: list[Any], page: Page) -> list[Proble
         disagree("num_specs_by_stack", meta["num_specs_by_stack"], by_stack)
     if "stacks" in meta and _as_set(meta["stacks"]) != set(by_stack):
         disagree("stacks", sorted(_as_set(meta["stacks"])), sorted(by_stack))
-    for meta_key, spec_key in _META_SUMMARY_FIELDS.items():
-        if meta_key not in meta:
+    # `meta` summarises some facets under their own names: each one present is checked.
+    for spec_field in SPEC_FIELDS:
+        facet = spec_field.facet
+        if facet is None or facet not in meta:
             continue
-        actual = _summary(page.specs, spec_key)
-        claimed = _as_set(meta[meta_key])
-        if meta_key == "compilers":
-            claimed, actual = _normalized(claimed), _normalized(actual)
-        if claimed != actual:
-            disagree(meta_key, sorted(_as_set(meta[meta_key])), sorted(actual))
+        actual = {spec_field.value(spec) for spec in page.specs}
+        claimed = _as_set(meta[facet])
+        if _normalized(spec_field, claimed) != actual:
+            disagree(facet, sorted(claimed), sorted(actual))
     return problems
 
 
-def _normalized(compilers: set[str]) -> set[str]:
-    return {c.replace("@=", "@") for c in compilers}
+def _normalized(field: SpecField, texts: set[str]) -> set[str]:
+    """What `meta` says, as the field's values (meta lists compilers as pages wrote them)."""
+    if field.name != "compiler":
+        return texts
+    normalized = set()
+    for text in texts:
+        try:
+            normalized.add(parse_compiler(text).normalized)
+        except ValueError:
+            normalized.add(text)
+    return normalized
 
 
 def _as_set(value: object) -> set[str]:
     return {str(v) for v in value} if isinstance(value, list) else {repr(value)}
-
-
-def _summary(specs: list[SpecRecord], key: str) -> set[str]:
-    if key == "versions":
-        return {v for spec in specs for v in spec.versions}
-    return {getattr(spec, key) for spec in specs}

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from index.build import FORMAT_VERSION, MANIFEST
-from index.criteria import CriteriaError
-from index.publish import resolve
-from index.snapshot import Snapshot
+from cachegql.index.disk.layout import FORMAT_VERSION, MANIFEST
+from cachegql.index.disk.snapshot import Snapshot
+from cachegql.index.errors import CriteriaError
+
+__all__ = ["IndexLoadError", "IndexStore", "UnknownTagError"]
 
 PREFERRED_DEFAULT_TAG = "develop"
 
@@ -28,7 +29,7 @@ class IndexStore:
     def __init__(self, path: Path, default_tag: str | None = None) -> None:
         self.path = path
         try:
-            self.folder = resolve(path)
+            self.folder = path.resolve(strict=True)
             manifest: dict[str, Any] = json.loads((self.folder / MANIFEST).read_text())
         except (OSError, ValueError) as exc:
             raise IndexLoadError(

@@ -21,7 +21,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["DemoConfig", "generate_pages", "variant_name_count", "write_pages"]
+__all__ = ["DemoConfig", "write_pages"]
 
 
 @dataclass(frozen=True)
@@ -423,7 +423,7 @@ def _generated_variant(rng: random.Random, name: str) -> _VariantDef:
     return _VariantDef(name, kind, values, 0.2 if kind == "multi" else 0.0)
 
 
-def variant_name_count(specs: int) -> int:
+def _variant_name_count(specs: int) -> int:
     """How many distinct variant names (build_system included) a generation of `specs` uses."""
     return min(700, max(60, 40 + specs // 1400))
 
@@ -694,7 +694,7 @@ def _plan(config: DemoConfig) -> _Plan:
     _validate(config)
     rng = random.Random(f"cachegql-demo/{config.seed}")
     names = _package_names(rng, config.packages)
-    pool = _variant_pool(rng, variant_name_count(config.specs) - 1)
+    pool = _variant_pool(rng, _variant_name_count(config.specs) - 1)
     pool_cum = _cum([1.0 / (i + 8) ** 0.7 for i in range(len(pool))])
     forced = {p: i for i, p in enumerate(rng.sample(range(len(names)), len(names))[: len(pool)])}
     packages = [
@@ -857,12 +857,6 @@ def _pages(config: DemoConfig) -> Iterator[tuple[str, str, str, int]]:
             specs = [_make_spec(rng, package, serial + i, legacy) for i in range(n)]
             serial += n
             yield tag, package.name, _render_page(tag, package.name, specs, legacy), n
-
-
-def generate_pages(config: DemoConfig) -> Iterator[tuple[str, str, str]]:
-    """Yield (tag, package, page text) for every page, one page in memory at a time."""
-    for tag, name, text, _ in _pages(config):
-        yield tag, name, text
 
 
 def write_pages(config: DemoConfig, out_dir: Path) -> tuple[int, int]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from index.columns import Mask, Rows
-from index.criteria import PackageCriteria, SpecCriteria, StringMatch
-from index.plan import (
+from cachegql.index.disk.columns import IdArray, Mask, Rows
+from cachegql.index.disk.snapshot import Dictionary, Snapshot
+from cachegql.index.query.criteria import PackageCriteria, SpecCriteria, StringMatch
+from cachegql.index.query.plan import (
     Everything,
     HashLeaf,
     Node,
@@ -20,18 +21,24 @@ from index.plan import (
     contains,
     within,
 )
-from index.snapshot import Snapshot
-from index.specquery import SpecQuery
+from cachegql.index.spack.specsyntax import SpecQuery
 
-_SPEC_COLUMNS = {
-    "package": "package",
-    "version": "version",
-    "compiler": "compiler",
-    "compiler_name": "compiler_name",
-    "os": "os",
-    "platform": "platform",
-    "target": "target",
-}
+__all__ = ["package_node", "packages_of", "query_node", "ranges", "select", "spec_node"]
+
+
+def select(dictionary: Dictionary, match: StringMatch) -> IdArray:
+    """Ids of the values that satisfy every operator of `match`, ascending."""
+    values = dictionary.values
+    if match.eq is not None:
+        candidates = [dictionary.ids[match.eq]] if match.eq in dictionary.ids else []
+    elif match.in_ is not None:
+        candidates = sorted({dictionary.ids[v] for v in match.in_ if v in dictionary.ids})
+    elif match.prefix is not None:
+        candidates = dictionary.with_prefix(match.prefix)
+    else:
+        candidates = list(range(len(values)))
+    selected = [i for i in candidates if match.matches(values[i])]
+    return np.array(selected, dtype=np.intp)
 
 
 def spec_node(snapshot: Snapshot, criteria: SpecCriteria | None) -> Node:
@@ -42,17 +49,15 @@ def spec_node(snapshot: Snapshot, criteria: SpecCriteria | None) -> Node:
     if criteria.hash_prefix is not None:
         lo, hi = snapshot.hash_prefix_rows(criteria.hash_prefix)
         parts.append(HashLeaf(snapshot.hash_rows, snapshot.hash_rank, lo, hi))
-    for field, column in _SPEC_COLUMNS.items():
-        match: StringMatch | None = getattr(criteria, field)
-        if match is not None:
-            ids = snapshot.dictionaries[column].select(match)
-            parts.append(ValuesLeaf(snapshot.columns[column], ids) if len(ids) else Nothing())
+    for field, match in criteria.fields:
+        ids = select(snapshot.dictionaries[field], match)
+        parts.append(ValuesLeaf(snapshot.columns[field], ids) if len(ids) else Nothing())
     if criteria.stack is not None:
-        ids = snapshot.dictionaries["stacks"].select(criteria.stack)
+        ids = select(snapshot.dictionaries["stacks"], criteria.stack)
         parts.append(SetLeaf(snapshot.sets["stacks"], ids) if len(ids) else Nothing())
     atom_ids = snapshot.dictionaries["atoms"].ids
-    for constraint in criteria.variants:
-        for atom in constraint.atoms:
+    for variant in criteria.variants:
+        for atom in variant.atoms:
             atom_id = atom_ids.get(atom)
             if atom_id is None:
                 parts.append(Nothing())
@@ -68,13 +73,16 @@ def spec_node(snapshot: Snapshot, criteria: SpecCriteria | None) -> Node:
 
 def query_node(snapshot: Snapshot, query: SpecQuery) -> Node:
     """A plan node for the spec rows matching a parsed Spack spec query."""
+    exact = {
+        "package": query.name,
+        "compiler_name": query.compiler.name if query.compiler else None,
+        "os": query.os,
+        "platform": query.platform,
+        "target": query.target,
+    }
     simple = SpecCriteria(
         hash_prefix=query.hash_prefix,
-        package=_exactly(query.name),
-        compiler_name=_exactly(query.compiler.name if query.compiler else None),
-        os=_exactly(query.os),
-        platform=_exactly(query.platform),
-        target=_exactly(query.target),
+        fields=tuple((f, StringMatch(eq=v)) for f, v in exact.items() if v is not None),
         variants=query.variants,
     )
     parts = [spec_node(snapshot, simple)]
@@ -87,20 +95,16 @@ def query_node(snapshot: Snapshot, query: SpecQuery) -> Node:
     return conjunction(parts)
 
 
-def _exactly(value: str | None) -> StringMatch | None:
-    return None if value is None else StringMatch(eq=value)
-
-
 def package_node(snapshot: Snapshot, criteria: PackageCriteria | None) -> Node:
     """A plan node over package ids of `snapshot` that satisfy `criteria`."""
     if criteria is None:
         return Everything()
     parts: list[Node] = []
     if criteria.name is not None:
-        ids = snapshot.dictionaries["package"].select(criteria.name)
+        ids = select(snapshot.dictionaries["package"], criteria.name)
         parts.append(ValuesLeaf(snapshot.package_names, ids) if len(ids) else Nothing())
     if criteria.stack is not None:
-        ids = snapshot.dictionaries["stacks"].select(criteria.stack)
+        ids = select(snapshot.dictionaries["stacks"], criteria.stack)
         parts.append(SetLeaf(snapshot.package_stacks, ids) if len(ids) else Nothing())
     if criteria.has_spec is not None:
         parts.append(HasSpec(snapshot, spec_node(snapshot, criteria.has_spec)))

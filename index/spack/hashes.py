@@ -1,14 +1,20 @@
-"""Spack hash prefixes (`/22xi27u`): validation and lookup in a sorted hash array."""
+"""Spack's DAG hashes: 32 lowercase base32 characters, and prefixes of them (`/22xi27u`)."""
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
+from cachegql.index.errors import CriteriaError
 
-from index.criteria import CriteriaError
-from index.pages import HASH_ALPHABET, HASH_LENGTH
+__all__ = ["HASH_ALPHABET", "HASH_LENGTH", "SHORT_HASH_LENGTH", "is_hash", "normalize_prefix"]
 
+HASH_ALPHABET = frozenset("abcdefghijklmnopqrstuvwxyz234567")
+HASH_LENGTH = 32
+# What `spack find -l` and `spack buildcache list -l` show.
 SHORT_HASH_LENGTH = 7
+
+
+def is_hash(text: str) -> bool:
+    """Whether `text` is a complete hash."""
+    return len(text) == HASH_LENGTH and HASH_ALPHABET.issuperset(text)
 
 
 def normalize_prefix(text: str) -> str:
@@ -25,12 +31,3 @@ def normalize_prefix(text: str) -> str:
                 "hashes use lowercase base32, the letters a-z and the digits 2-7"
             )
     return prefix
-
-
-def prefix_range(sorted_hashes: npt.NDArray[np.bytes_], prefix: str) -> tuple[int, int]:
-    """The [lo, hi) positions in `sorted_hashes` of the hashes starting with `prefix`."""
-    low = prefix.encode()
-    # '~' sorts after every base32 character, so low + '~' bounds all extensions of low.
-    lo = int(np.searchsorted(sorted_hashes, low, side="left"))
-    hi = int(np.searchsorted(sorted_hashes, low + b"~", side="left"))
-    return lo, hi

@@ -12,11 +12,27 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
-from index.columns import Column, Mask, Rows, SetColumn
+from cachegql.index.disk.columns import Column, IdArray, Mask, Rows, SetColumn
 
-IdArray = npt.NDArray[np.intp]
+__all__ = [
+    "And",
+    "Everything",
+    "HashLeaf",
+    "Node",
+    "Not",
+    "Nothing",
+    "Or",
+    "RangeLeaf",
+    "RowsLeaf",
+    "SetLeaf",
+    "ValuesLeaf",
+    "conjunction",
+    "contains",
+    "union",
+    "within",
+]
+
 # Above this share of the scope, a union of posting lists costs more than a scan.
 SCAN_SHARE = 0.25
 MAX_MERGED_LISTS = 32

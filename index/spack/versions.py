@@ -13,6 +13,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+__all__ = [
+    "VersionKey",
+    "VersionRange",
+    "parse_constraint",
+    "sort_versions",
+    "version_key",
+]
+
 _SEGMENT = re.compile(r"(?:([0-9]+)|([a-zA-Z]+))([_.\-]*)")
 # Spack's infinity versions, oldest first: each is newer than any numbered release.
 _INFINITY = ("stable", "nightly", "trunk", "head", "master", "main", "develop")
@@ -100,8 +108,3 @@ def parse_constraint(text: str) -> list[VersionRange]:
             key = version_key(part)
             ranges.append(VersionRange(key, _successor(key)))
     return ranges
-
-
-def matches(version: str, constraint: list[VersionRange]) -> bool:
-    """Whether `version` satisfies any part of a parsed constraint."""
-    return any(r.contains(version) for r in constraint)

@@ -14,6 +14,8 @@ import shutil
 import time
 from pathlib import Path
 
+__all__ = ["PublishError", "builds_folder", "discard", "new_build_id", "publish", "start"]
+
 PARTIAL = ".partial"
 STALE_PARTIAL_SECONDS = 6 * 3600
 
@@ -59,11 +61,6 @@ def publish(staging: Path, out: Path) -> Path:
     link.replace(out)
     _prune(builds_folder(out), keep={final.name, replaced})
     return final
-
-
-def resolve(index: Path) -> Path:
-    """The folder holding the build that `index` (a link or a plain folder) points to now."""
-    return index.resolve(strict=True)
 
 
 def _prune(folder: Path, keep: set[str | None]) -> None:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from index.variants import Variant, parse_variant
+from cachegql.index.errors import CriteriaError
+from cachegql.index.spack.variants import Variant, parse_variant
 
-
-class CriteriaError(ValueError):
-    """A filter that cannot mean anything, explained for the user."""
+__all__ = ["PackageCriteria", "SpecCriteria", "StringMatch", "parse_variant_constraint"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,38 +34,25 @@ class StringMatch:
         return all(v is None for v in (self.eq, self.in_, self.prefix, self.contains, self.ne))
 
 
-@dataclass(frozen=True, slots=True)
-class VariantConstraint:
+def parse_variant_constraint(text: str) -> Variant:
     """`+mpi`, `~shared`, `cuda_arch=80` or `cuda_arch=70,80` (all listed values required)."""
-
-    variant: Variant
-
-    @classmethod
-    def parse(cls, text: str) -> VariantConstraint:
-        try:
-            return cls(parse_variant(text))
-        except ValueError as exc:
-            raise CriteriaError(str(exc)) from None
-
-    @property
-    def atoms(self) -> tuple[str, ...]:
-        return self.variant.atoms
+    try:
+        return parse_variant(text)
+    except ValueError as exc:
+        raise CriteriaError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True)
 class SpecCriteria:
-    """Constraints on specs; every given field must hold. Empty `any_of` matches nothing."""
+    """Constraints on specs; every given one must hold. Empty `any_of` matches nothing.
+
+    `fields` pairs a spec field's name (see `index.fields`) with what its value must match.
+    """
 
     hash_prefix: str | None = None
-    package: StringMatch | None = None
-    version: StringMatch | None = None
-    compiler: StringMatch | None = None
-    compiler_name: StringMatch | None = None
-    os: StringMatch | None = None
-    platform: StringMatch | None = None
-    target: StringMatch | None = None
+    fields: tuple[tuple[str, StringMatch], ...] = ()
     stack: StringMatch | None = None
-    variants: tuple[VariantConstraint, ...] = ()
+    variants: tuple[Variant, ...] = ()
     all_of: tuple[SpecCriteria, ...] = ()
     any_of: tuple[SpecCriteria, ...] | None = None
     not_: SpecCriteria | None = None

@@ -1,9 +1,10 @@
-"""The full-text half of the index (whoosh): words of package names and of variants.
+"""Reading the full-text half of the index (whoosh): words of package names and variants.
 
-Each tag has its own whoosh index with one document per package and one per variant
-atom. A search word is looked up there, with prefixes and one typo allowed (in words
-of five letters or more), and the matching packages and atoms come back with whoosh's
-BM25F scores; turning those into specs is the in-memory index's job (`index.search`).
+Each tag has its own whoosh index (written by `index.disk.write`) with one document
+per package and one per variant atom. A search word is looked up there, with prefixes
+and one typo allowed (in words of five letters or more), and the matching packages and
+atoms come back with whoosh's BM25F scores; turning those into specs is the job of
+`index.query.search`.
 
 Prefixes and typos are expanded against the tag's vocabulary here, in memory (a
 sorted word list, and a map from each word with one letter deleted to the words it
@@ -14,61 +15,23 @@ own fuzzy and prefix queries, which walk the whole term list on every search.
 from __future__ import annotations
 
 import bisect
-import re
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from whoosh import index as whoosh_index
-from whoosh.analysis import LowercaseFilter, RegexTokenizer
-from whoosh.fields import ID, NUMERIC, TEXT, Schema
 from whoosh.query import And, Or, Query, Term
 
-PACKAGE = "package"
-ATOM = "atom"
-# Package names split on - _ . ; variants also on = : , and quotes.
-_WORD_PATTERN = r"[^\s\-_.=:,+~'\"/@%^]+"
-WORD = re.compile(_WORD_PATTERN)
+from cachegql.index.disk.layout import PACKAGE, WORD
+
+__all__ = ["MIN_FUZZY_LENGTH", "TextIndex", "WordMatches", "within_one_edit"]
+
 MIN_FUZZY_LENGTH = 5
 MIN_PREFIX_LENGTH = 3
 MAX_PREFIX_WORDS = 64
 EXACT_BOOST, WORD_BOOST, PREFIX_BOOST, TYPO_BOOST = 8.0, 2.0, 0.5, 0.7
-
-
-def _schema() -> Schema:
-    analyzer = RegexTokenizer(_WORD_PATTERN) | LowercaseFilter()
-    return Schema(
-        kind=ID(stored=True),
-        ref=NUMERIC(int, stored=True),
-        words=TEXT(analyzer=analyzer, phrase=False),
-        exact=ID(),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class TextDocument:
-    """One searchable thing of a tag: a package or a variant atom, by its id in the tag."""
-
-    kind: str
-    ref: int
-    text: str
-
-
-def write_text_index(folder: Path, documents: Iterable[TextDocument]) -> int:
-    """Build a whoosh index of `documents` in the new folder `folder`; return how many."""
-    folder.mkdir(parents=True)
-    ix = whoosh_index.create_in(str(folder), _schema())
-    writer = ix.writer(limitmb=256)
-    count = 0
-    for doc in documents:
-        writer.add_document(kind=doc.kind, ref=doc.ref, words=doc.text, exact=doc.text.lower())
-        count += 1
-    writer.commit(optimize=True)
-    ix.close()
-    return count
 
 
 @dataclass

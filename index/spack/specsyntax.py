@@ -12,10 +12,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from index.criteria import CriteriaError, VariantConstraint
-from index.hashes import normalize_prefix
-from index.variants import parse_variant
-from index.versions import VersionRange, parse_constraint
+from cachegql.index.errors import CriteriaError
+from cachegql.index.spack.hashes import normalize_prefix
+from cachegql.index.spack.variants import Variant, parse_variant
+from cachegql.index.spack.versions import VersionRange, parse_constraint
+
+__all__ = [
+    "CompilerConstraint",
+    "SpecQuery",
+    "SpecQueryError",
+    "SpecSyntaxError",
+    "UnsupportedSpecError",
+    "VersionConstraint",
+    "parse_spec_query",
+]
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.]*")
 _VARIANT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.]*")
@@ -74,7 +84,7 @@ class SpecQuery:
     name: str | None = None
     versions: VersionConstraint | None = None
     compiler: CompilerConstraint | None = None
-    variants: tuple[VariantConstraint, ...] = ()
+    variants: tuple[Variant, ...] = ()
     os: str | None = None
     platform: str | None = None
     target: str | None = None
@@ -86,7 +96,7 @@ class _Parser:
     text: str
     position: int = 0
     parts: dict[str, object] = field(default_factory=dict)
-    variants: list[VariantConstraint] = field(default_factory=list)
+    variants: list[Variant] = field(default_factory=list)
 
     def fail(self, problem: str, expected: str, position: int | None = None) -> SpecSyntaxError:
         return SpecSyntaxError(
@@ -198,9 +208,7 @@ class _Parser:
         if self.peek() == sign:  # ++x / ~~x propagate to dependencies; the root must still hold
             self.position += 1
         name = self.take(_VARIANT_NAME, f"a variant name after {sign!r}")
-        self.variants.append(
-            VariantConstraint(parse_variant(("~" if sign == "-" else sign) + name))
-        )
+        self.variants.append(parse_variant(("~" if sign == "-" else sign) + name))
 
     def word(self, start: int) -> None:
         name = self.take(_NAME, "a name")
@@ -266,7 +274,7 @@ class _Parser:
         else:
             text = f"{key}={value}" if "," not in value else f"{key}='{value}'"
             try:
-                self.variants.append(VariantConstraint(parse_variant(text)))
+                self.variants.append(parse_variant(text))
             except ValueError as exc:
                 raise self.fail(
                     f"bad variant {key}{operator}{value}", f"a variant value ({exc})", start

@@ -4,29 +4,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from index.columns import Codes, Rows
-from index.criteria import CriteriaError, PackageCriteria, SpecCriteria
-from index.filtering import package_node, query_node, spec_node
-from index.hashes import normalize_prefix
-from index.plan import Node, RowsLeaf, conjunction
-from index.search import Ranked, search_packages, search_specs
-from index.snapshot import Snapshot, SpecData
-from index.specquery import parse_spec_query
+from cachegql.index.disk.columns import Codes, Rows
+from cachegql.index.disk.snapshot import Snapshot
+from cachegql.index.errors import CriteriaError
+from cachegql.index.fields import BUCKET_FIELDS, FACETS
+from cachegql.index.query.criteria import PackageCriteria, SpecCriteria
+from cachegql.index.query.filtering import package_node, query_node, spec_node
+from cachegql.index.query.plan import Node, Nothing, RangeLeaf, RowsLeaf, conjunction
+from cachegql.index.query.search import Ranked, search_packages, search_specs
+from cachegql.index.records import SpecRecord
+from cachegql.index.spack.hashes import normalize_prefix
+from cachegql.index.spack.specsyntax import parse_spec_query
+
+__all__ = [
+    "MAX_CANDIDATES",
+    "AmbiguousHashError",
+    "Bucket",
+    "Facets",
+    "Scope",
+    "StackSummary",
+    "find_packages",
+    "find_specs",
+    "spec_by_hash",
+    "stack",
+    "stacks",
+]
 
 MAX_CANDIDATES = 10
-FACET_COLUMNS = {
-    "compilers": "compiler",
-    "oss": "os",
-    "platforms": "platform",
-    "targets": "target",
-    "versions": "version",
-    "packages": "package",
-}
 Bucket = tuple[str, int]
 
 
@@ -42,7 +51,43 @@ class AmbiguousHashError(CriteriaError):
         self.count = count
 
 
-def spec_by_hash(snapshot: Snapshot, text: str) -> SpecData | None:
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Where in a tag a query looks: the specs (or packages) of one package or one stack."""
+
+    kind: Literal["package", "stack"]
+    name: str
+
+    @classmethod
+    def package(cls, name: str) -> Scope:
+        return cls("package", name)
+
+    @classmethod
+    def stack(cls, name: str) -> Scope:
+        return cls("stack", name)
+
+    def spec_node(self, snapshot: Snapshot) -> Node:
+        if self.kind == "package":
+            package_id = snapshot.package_id(self.name)
+            return (
+                Nothing() if package_id is None else RangeLeaf(*snapshot.package_range(package_id))
+            )
+        stack_id = snapshot.dictionaries["stacks"].ids.get(self.name)
+        return (
+            Nothing() if stack_id is None else RowsLeaf(snapshot.sets["stacks"].postings(stack_id))
+        )
+
+    def package_node(self, snapshot: Snapshot) -> Node:
+        if self.kind == "package":
+            package_id = snapshot.package_id(self.name)
+            return Nothing() if package_id is None else RangeLeaf(package_id, package_id + 1)
+        stack_id = snapshot.dictionaries["stacks"].ids.get(self.name)
+        return (
+            Nothing() if stack_id is None else RowsLeaf(snapshot.package_stacks.postings(stack_id))
+        )
+
+
+def spec_by_hash(snapshot: Snapshot, text: str) -> SpecRecord | None:
     """The one spec whose hash starts with `text`; None if none; AmbiguousHashError if several."""
     prefix = normalize_prefix(text)
     lo, hi = snapshot.hash_prefix_rows(prefix)
@@ -60,10 +105,12 @@ def find_specs(
     *,
     query: str | None = None,
     search: str | None = None,
-    within: list[Node] | None = None,
+    scope: Scope | None = None,
 ) -> Rows:
     """Rows matching everything given, in result order (best first when searching)."""
-    parts = [spec_node(snapshot, criteria), *(within or [])]
+    parts = [spec_node(snapshot, criteria)]
+    if scope is not None:
+        parts.append(scope.spec_node(snapshot))
     if query is not None:
         parts.append(query_node(snapshot, parse_spec_query(query)))
     ranked = None if search is None else search_specs(snapshot, search)
@@ -75,10 +122,12 @@ def find_packages(
     criteria: PackageCriteria | None = None,
     *,
     search: str | None = None,
-    within: list[Node] | None = None,
+    scope: Scope | None = None,
 ) -> Rows:
     """Package ids matching everything given, by name (or best first when searching)."""
-    parts = [package_node(snapshot, criteria), *(within or [])]
+    parts = [package_node(snapshot, criteria)]
+    if scope is not None:
+        parts.append(scope.package_node(snapshot))
     ranked = None if search is None else search_packages(snapshot, search)
     return _matching(parts, ranked, snapshot.num_packages)
 
@@ -125,7 +174,8 @@ class Facets:
     def buckets(self, name: str, first: int | None = None) -> list[Bucket]:
         """(value, count) for one facet: count descending, then value; the top `first`."""
         snapshot = self.snapshot
-        if name == "stacks":
+        field = FACETS[name]
+        if field is None:  # the stacks: each spec counts once per stack it is in
             column = snapshot.sets["stacks"]
             set_counts = self._counts(column.codes, column.num_sets, snapshot.stack_set_sizes)
             counts = np.zeros(len(column.values), dtype=np.int64)
@@ -133,9 +183,9 @@ class Facets:
                 counts[column.members(code)] += set_counts[code]
             dictionary = snapshot.dictionaries["stacks"]
         else:
-            single = snapshot.columns[FACET_COLUMNS[name]]
+            single = snapshot.columns[field]
             counts = self._counts(single.codes, len(single.values), single.postings.sizes())
-            dictionary = snapshot.dictionaries[FACET_COLUMNS[name]]
+            dictionary = snapshot.dictionaries[field]
         present = np.flatnonzero(counts)
         order = np.lexsort((dictionary.alphabetical_rank[present], -counts[present]))
         chosen = present[order if first is None else order[: max(first, 0)]]
@@ -146,14 +196,13 @@ class Facets:
 
 @dataclass(frozen=True, slots=True)
 class StackSummary:
+    """A stack's counts, and its per-value spec counts for each bucket field by facet name."""
+
     name: str
     tag: str
     num_specs: int
     num_packages: int
-    compilers: list[Bucket]
-    oss: list[Bucket]
-    platforms: list[Bucket]
-    targets: list[Bucket]
+    buckets: dict[str, list[Bucket]]
 
 
 def stacks(snapshot: Snapshot) -> list[StackSummary]:
@@ -167,26 +216,11 @@ def stack(snapshot: Snapshot, name: str) -> StackSummary | None:
 
 
 def _summary(snapshot: Snapshot, data: dict[str, Any]) -> StackSummary:
+    facets = [str(field.facet) for field in BUCKET_FIELDS]
     return StackSummary(
         name=data["name"],
         tag=snapshot.tag,
         num_specs=data["specs"],
         num_packages=data["packages"],
-        compilers=[tuple(b) for b in data["compilers"]],
-        oss=[tuple(b) for b in data["oss"]],
-        platforms=[tuple(b) for b in data["platforms"]],
-        targets=[tuple(b) for b in data["targets"]],
+        buckets={facet: [(value, count) for value, count in data[facet]] for facet in facets},
     )
-
-
-def stack_rows(snapshot: Snapshot, name: str) -> Rows:
-    """The spec rows of one stack, ascending."""
-    stack_id = snapshot.dictionaries["stacks"].ids[name]
-    rows: Rows = snapshot.sets["stacks"].postings(stack_id)
-    return rows
-
-
-def stack_packages(snapshot: Snapshot, name: str) -> Rows:
-    stack_id = snapshot.dictionaries["stacks"].ids[name]
-    ids: Rows = snapshot.package_stacks.postings(stack_id)
-    return ids

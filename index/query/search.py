@@ -15,14 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from index.columns import Rows
-from index.criteria import CriteriaError
-from index.filtering import ranges
-from index.hashes import normalize_prefix
-from index.pages import HASH_ALPHABET
-from index.snapshot import Snapshot
-from index.textindex import WORD, WordMatches
-from index.variants import parse_variant
+from cachegql.index.disk.columns import Rows
+from cachegql.index.disk.layout import WORD
+from cachegql.index.disk.snapshot import Snapshot
+from cachegql.index.disk.text import WordMatches
+from cachegql.index.errors import CriteriaError
+from cachegql.index.query.filtering import ranges
+from cachegql.index.spack.hashes import HASH_ALPHABET, normalize_prefix
+from cachegql.index.spack.variants import parse_variant
+
+__all__ = ["Ranked", "parse_terms", "search_packages", "search_specs"]
 
 Scores = npt.NDArray[np.float64]
 NAME_WEIGHT = 2.0
@@ -46,11 +48,6 @@ class Ranked:
 
     ids: Rows
     scores: Scores
-
-    def best_first(self) -> Rows:
-        order = np.lexsort((self.ids, -self.scores))
-        ranked: Rows = self.ids[order]
-        return ranked
 
 
 def parse_terms(text: str) -> list[Term]:

@@ -1,0 +1,293 @@
+"""One tag of a built index, loaded for reading: columns, hashes, packages, stacks.
+
+Nothing here points back at its `Snapshot`, so that a snapshot no longer served is
+freed by reference counting alone, the moment its last request ends.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Iterable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from cachegql.index.disk.columns import Column, IdArray, Postings, Rows, SetColumn, load_array
+from cachegql.index.disk.layout import DICTIONARIES, TEXT_FOLDER
+from cachegql.index.disk.text import TextIndex
+from cachegql.index.fields import SPEC_FIELDS
+from cachegql.index.records import SpecRecord
+from cachegql.index.spack.compilers import Compiler
+from cachegql.index.spack.variants import Variant
+from cachegql.index.spack.versions import VersionKey, VersionRange, version_key
+
+__all__ = ["Dictionary", "PackageData", "Snapshot"]
+
+SET_COLUMNS = ("versions", "stacks", "variants", "atoms")
+_ATTRIBUTE_FIELDS = tuple(f.name for f in SPEC_FIELDS if f.attribute)
+
+
+class Dictionary:
+    """The distinct values of a column: ids by value, and values in alphabetical order."""
+
+    def __init__(self, values: list[str]) -> None:
+        self.values = values
+        self.ids = {v: i for i, v in enumerate(values)}
+        order = sorted(range(len(values)), key=values.__getitem__)
+        self._sorted = [values[i] for i in order]
+        self._sorted_ids = order
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def with_prefix(self, prefix: str) -> list[int]:
+        """Ids of the values starting with `prefix`, ascending."""
+        lo = bisect.bisect_left(self._sorted, prefix)
+        hi = bisect.bisect_left(self._sorted, prefix + "\U0010ffff")
+        return sorted(self._sorted_ids[lo:hi])
+
+    @cached_property
+    def alphabetical_rank(self) -> IdArray:
+        """For each value id, its position in alphabetical order (ties in facets go by it)."""
+        rank = np.empty(len(self.values), dtype=np.intp)
+        rank[np.array(self._sorted_ids, dtype=np.intp)] = np.arange(len(self.values))
+        return rank
+
+
+class Snapshot:
+    """One tag (a snapshot of the build cache): specs sorted by package name, then hash."""
+
+    def __init__(self, tag: str, folder: Path) -> None:
+        self.tag = tag
+        self.folder = folder
+        stored: dict[str, Any] = json.loads((folder / DICTIONARIES).read_text())
+        self.columns = {f.name: Column.load(folder, f.name, stored[f.name]) for f in SPEC_FIELDS}
+        self.sets = {c: SetColumn.load(folder, c, _names(stored[c])) for c in SET_COLUMNS}
+        self.dictionaries = {
+            **{name: Dictionary(column.values) for name, column in self.columns.items()},
+            **{name: Dictionary(column.values) for name, column in self.sets.items()},
+        }
+        self.hash_sorted: npt.NDArray[np.bytes_] = load_array(folder, "hash.sorted")
+        self.hash_rows: Rows = load_array(folder, "hash.rows")
+        self.hash_rank: Rows = load_array(folder, "hash.rank")
+        self.package_start: npt.NDArray[np.int64] = load_array(folder, "package.start")
+        self.package_stacks = SetColumn.load(folder, "package_stacks", stored["stacks"])
+        self.package_atoms = SetColumn.load(folder, "package_atoms", stored["atoms"])
+        package_ids = np.arange(len(self.package_start) - 1, dtype=np.int32)
+        # Packages as rows of their own, for package filters: each package is its own value.
+        self.package_names = Column(
+            "package_name",
+            self.columns["package"].values,
+            package_ids,
+            Postings(package_ids, np.arange(len(package_ids) + 1, dtype=np.int64)),
+        )
+        self.sizes: npt.NDArray[np.int64] = load_array(folder, "size")
+        self._tarball_offsets: npt.NDArray[np.int64] = load_array(folder, "tarball.offsets")
+        self._tarballs = _blob(folder / "tarball.blob")
+        self.stack_summaries: list[dict[str, Any]] = stored["stack_summaries"]
+        self.num_specs = len(self.hash_rank)
+        self.num_packages = len(self.package_start) - 1
+        # Parsed at ingest and stored in parts: rebuilt here without parsing again.
+        self.compiler_codes: Rows = load_array(folder, "compiler_record.codes")
+        self.compilers = [Compiler(*parts) for parts in stored["compiler_record"]]
+        self.variants = [Variant(*parts) for parts in stored["variants"]]
+        self.text = TextIndex(folder / TEXT_FOLDER)
+        self._packages: dict[int, PackageData] = {}
+        self.packages_read = 0
+
+    # Packages
+
+    @property
+    def package_ids(self) -> dict[str, int]:
+        """Package ids by name."""
+        return self.dictionaries["package"].ids
+
+    def package_id(self, name: str) -> int | None:
+        return self.package_ids.get(name)
+
+    def package(self, package_id: int) -> PackageData:
+        """A package's data; its summaries are computed once per snapshot."""
+        package = self._packages.get(package_id)
+        if package is None:
+            lo, hi = self.package_range(package_id)
+            package = PackageData(self.tag, package_id, lo, hi, self.columns, self.sets)
+            self._packages[package_id] = package
+            self.packages_read += 1
+        return package
+
+    def package_range(self, package_id: int) -> tuple[int, int]:
+        return int(self.package_start[package_id]), int(self.package_start[package_id + 1])
+
+    @cached_property
+    def stack_set_sizes(self) -> npt.NDArray[np.int64]:
+        """How many specs have each distinct set of stacks."""
+        column = self.sets["stacks"]
+        return np.bincount(column.codes, minlength=column.num_sets)
+
+    # Versions and compilers
+
+    @cached_property
+    def _version_keys(self) -> list[VersionKey]:
+        return [version_key(v) for v in self.columns["version"].values]
+
+    def version_ids(self, ranges: Iterable[VersionRange]) -> IdArray:
+        """Ids of the versions in any of `ranges`; the dictionary is in version order."""
+        keys = self._version_keys
+        ids: set[int] = set()
+        for part in ranges:
+            if part.exact and part.low is not None:
+                lo, hi = bisect.bisect_left(keys, part.low), bisect.bisect_right(keys, part.low)
+            else:
+                lo = 0 if part.low is None else bisect.bisect_left(keys, part.low)
+                hi = len(keys) if part.high is None else bisect.bisect_left(keys, part.high)
+            ids.update(range(lo, hi))
+        return np.array(sorted(ids), dtype=np.intp)
+
+    @cached_property
+    def _compiler_of_value(self) -> list[Compiler]:
+        """For each value of the `compiler` column (normalized), a compiler it stands for."""
+        by_text = {c.normalized: c for c in self.compilers}
+        return [by_text[text] for text in self.columns["compiler"].values]
+
+    def compiler_ids(self, name: str, ranges: Iterable[VersionRange]) -> IdArray:
+        """Ids of the normalized compilers named `name` whose version is in `ranges`."""
+        ranges = list(ranges)
+        ids = [
+            i
+            for i, compiler in enumerate(self._compiler_of_value)
+            if compiler.name == name
+            and compiler.version is not None
+            and any(r.contains(compiler.version) for r in ranges)
+        ]
+        return np.array(ids, dtype=np.intp)
+
+    # Specs
+
+    def hash_prefix_rows(self, prefix: str) -> tuple[int, int]:
+        """The [lo, hi) range of hash ranks starting with `prefix` (see `hash_rows`)."""
+        low = prefix.encode()
+        # '~' sorts after every base32 character, so low + '~' bounds all extensions of low.
+        lo = int(np.searchsorted(self.hash_sorted, low, side="left"))
+        hi = int(np.searchsorted(self.hash_sorted, low + b"~", side="left"))
+        return lo, hi
+
+    def hash_of(self, row: int) -> str:
+        return bytes(self.hash_sorted[self.hash_rank[row]]).decode()
+
+    def specs(self, wanted: Rows | list[int]) -> list[SpecRecord]:
+        """The records of these rows, in the given order; one vectorised read per column."""
+        rows = np.asarray(wanted, dtype=np.int64)
+        if not len(rows):
+            return []
+        hashes = self.hash_sorted[self.hash_rank[rows]].tolist()
+        attributes = [
+            (name, self.columns[name].values, self.columns[name].codes[rows].tolist())
+            for name in _ATTRIBUTE_FIELDS
+        ]
+        compilers = self.compiler_codes[rows].tolist()
+        version_sets = self._members("versions", rows)
+        variant_sets = self._members("variants", rows)
+        stack_sets = self._members("stacks", rows)
+        sizes = self.sizes[rows].tolist()
+        starts = self._tarball_offsets[rows].tolist()
+        ends = self._tarball_offsets[rows + 1].tolist()
+        version_names = self.sets["versions"].values
+        stack_names = self.sets["stacks"].values
+        return [
+            SpecRecord(
+                hash=hashes[i].decode(),
+                tag=self.tag,
+                versions=tuple(version_names[v] for v in version_sets[i]),
+                compiler=self.compilers[compilers[i]],
+                variants=tuple(self.variants[v] for v in variant_sets[i]),
+                stacks=tuple(stack_names[s] for s in stack_sets[i]),
+                size=None if sizes[i] < 0 else sizes[i],
+                tarball=self._tarball(starts[i], ends[i]),
+                **{name: values[codes[i]] for name, values, codes in attributes},
+            )
+            for i in range(len(rows))
+        ]
+
+    def _tarball(self, start: int, end: int) -> str | None:
+        return self._tarballs[start:end].tobytes().decode() if end > start else None
+
+    def _members(self, column: str, rows: npt.NDArray[np.int64]) -> list[list[int]]:
+        member_lists = self._set_member_lists[column]
+        return [member_lists[code] for code in self.sets[column].codes[rows].tolist()]
+
+    @cached_property
+    def _set_member_lists(self) -> dict[str, list[list[int]]]:
+        lists = {}
+        for column in ("versions", "variants", "stacks"):
+            members = self.sets[column].members
+            items = members.items.tolist()
+            offsets = members.offsets.tolist()
+            lists[column] = [items[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+        return lists
+
+
+class PackageData:
+    """One package of a tag; each summary is computed from its rows on first use."""
+
+    def __init__(
+        self,
+        tag: str,
+        package_id: int,
+        lo: int,
+        hi: int,
+        columns: dict[str, Column],
+        sets: dict[str, SetColumn],
+    ) -> None:
+        self.tag = tag
+        self.id = package_id
+        self.name = columns["package"].values[package_id]
+        self.lo, self.hi = lo, hi
+        self._columns = columns
+        self._sets = sets
+
+    @property
+    def num_specs(self) -> int:
+        return self.hi - self.lo
+
+    def distinct(self, field: str) -> list[str]:
+        """The distinct values of a spec field among this package's specs, sorted."""
+        column = self._columns[field]
+        codes = np.unique(column.codes[self.lo : self.hi])
+        return [column.values[c] for c in codes.tolist()]
+
+    @cached_property
+    def versions(self) -> list[str]:
+        """Distinct versions, newest first (the dictionary is in Spack order)."""
+        column = self._sets["versions"]
+        codes = np.unique(column.codes[self.lo : self.hi])
+        present = {v for code in codes.tolist() for v in column.members(code).tolist()}
+        return [column.values[v] for v in sorted(present, reverse=True)]
+
+    @cached_property
+    def stacks(self) -> list[str]:
+        return [stack for stack, _ in self.num_specs_by_stack]
+
+    @cached_property
+    def num_specs_by_stack(self) -> list[tuple[str, int]]:
+        column = self._sets["stacks"]
+        set_counts = np.bincount(column.codes[self.lo : self.hi], minlength=column.num_sets)
+        counts: dict[int, int] = {}
+        for code in np.flatnonzero(set_counts).tolist():
+            for stack in column.members(code).tolist():
+                counts[stack] = counts.get(stack, 0) + int(set_counts[code])
+        return [(column.values[s], counts[s]) for s in sorted(counts)]
+
+
+def _names(stored: list[Any]) -> list[str]:
+    """A set column's value names; variants are stored as [name, value, raw]."""
+    return [value[-1] if isinstance(value, list) else value for value in stored]
+
+
+def _blob(path: Path) -> npt.NDArray[np.uint8]:
+    if not path.stat().st_size:  # an empty file cannot be memory-mapped
+        return np.zeros(0, dtype=np.uint8)
+    return np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray)

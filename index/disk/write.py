@@ -1,0 +1,282 @@
+"""Write ingested tables as an index build: numpy columns per tag, whoosh text, a manifest."""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from whoosh import index as whoosh_index
+
+from cachegql.index.disk.columns import Codes, Column, Offsets, Postings, Rows, SetColumn, expand
+from cachegql.index.disk.layout import (
+    ATOM,
+    DICTIONARIES,
+    FORMAT_VERSION,
+    MANIFEST,
+    PACKAGE,
+    TEXT_FOLDER,
+    text_schema,
+)
+from cachegql.index.fields import BUCKET_FIELDS, SPEC_FIELDS
+from cachegql.index.ingest import Ingested, TagTable
+from cachegql.index.spack.compilers import Compiler
+from cachegql.index.spack.variants import Variant
+from cachegql.index.spack.versions import sort_versions
+
+__all__ = ["write_index"]
+
+
+@dataclass(frozen=True)
+class TagSummary:
+    name: str
+    folder: str
+    packages: int
+    specs: int
+
+
+def write_index(ingested: Ingested, folder: Path, build_id: str, sources: list[str]) -> None:
+    """Write a complete index for `ingested` into the empty `folder`."""
+    summaries = []
+    for number, tag in enumerate(sorted(ingested.tables)):
+        tag_folder = folder / "tags" / str(number)
+        tag_folder.mkdir(parents=True)
+        packages, specs = write_tag(ingested.tables[tag], tag_folder)
+        summaries.append(TagSummary(tag, f"tags/{number}", packages, specs))
+    manifest = {
+        "format": FORMAT_VERSION,
+        "build_id": build_id,
+        "sources": sources,
+        "tags": [asdict(s) for s in summaries],
+        "pages": ingested.pages,
+        "specs": ingested.specs,
+        "problems": [str(p) for p in ingested.problems],
+    }
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+def write_tag(table: TagTable, folder: Path) -> tuple[int, int]:
+    """Write one tag's columns and text index; return its numbers of packages and specs."""
+    dictionaries: dict[str, Any] = {}
+    field_codes: dict[str, Codes] = {}
+    for field in SPEC_FIELDS:
+        column = table.fields[field.name]
+        names, codes = _sorted_codes(column.values, _codes(column.codes), field.order)
+        dictionaries[field.name], field_codes[field.name] = names, codes
+
+    hashes = np.array(table.hashes, dtype="S32")
+    # Rows in the default order of results: package name, then hash.
+    order = np.lexsort((hashes, field_codes["package"]))
+    hashes = hashes[order]
+    field_codes = {name: codes[order] for name, codes in field_codes.items()}
+    parts = {name: _codes(column.codes)[order] for name, column in table.parts.items()}
+    for field in SPEC_FIELDS:
+        save_column(
+            folder, build_column(field.name, dictionaries[field.name], field_codes[field.name])
+        )
+    num_rows = len(order)
+    package = field_codes["package"]
+    num_packages = len(dictionaries["package"])
+
+    hash_order = np.argsort(hashes, kind="stable").astype(np.int32)
+    hash_rank = np.empty(num_rows, dtype=np.int32)
+    hash_rank[hash_order] = np.arange(num_rows, dtype=np.int32)
+    np.save(folder / "hash.sorted.npy", hashes[hash_order])
+    np.save(folder / "hash.rows.npy", hash_order)
+    np.save(folder / "hash.rank.npy", hash_rank)
+
+    version_sets: list[tuple[str, ...]] = table.parts["versions"].values
+    version_names = sort_versions(sorted({v for vs in version_sets for v in vs}))
+    save_set_column(folder, _set_column("versions", version_names, version_sets, parts["versions"]))
+    dictionaries["versions"] = version_names
+
+    compilers: list[Compiler] = table.parts["compiler"].values
+    np.save(folder / "compiler_record.codes.npy", parts["compiler"])
+    dictionaries["compiler_record"] = [[c.name, c.version, c.raw] for c in compilers]
+
+    stack_sets: list[tuple[str, ...]] = table.parts["stacks"].values
+    stack_names = sorted({s for ss in stack_sets for s in ss})
+    stacks = _set_column("stacks", stack_names, stack_sets, parts["stacks"], sort=True)
+    save_set_column(folder, stacks)
+    dictionaries["stacks"] = stack_names
+
+    variant_sets: list[tuple[Variant, ...]] = table.parts["variants"].values
+    variants = sorted({v for vs in variant_sets for v in vs}, key=lambda v: v.raw)
+    variant_raws = [tuple(v.raw for v in vs) for vs in variant_sets]
+    variant_names = [v.raw for v in variants]
+    save_set_column(folder, _set_column("variants", variant_names, variant_raws, parts["variants"]))
+    dictionaries["variants"] = [[v.name, v.value, v.raw] for v in variants]
+    atom_sets = [tuple(sorted({a for v in vs for a in v.atoms})) for vs in variant_sets]
+    atom_names = sorted({a for atoms in atom_sets for a in atoms})
+    atoms = _set_column("atoms", atom_names, atom_sets, parts["variants"], sort=True)
+    save_set_column(folder, atoms)
+    dictionaries["atoms"] = atom_names
+
+    sizes = np.frombuffer(table.sizes, dtype=np.int64)[order]
+    np.save(folder / "size.npy", sizes)
+    _save_strings(folder, "tarball", (table.tarballs[i] for i in order.tolist()))
+
+    package_start = np.searchsorted(package, np.arange(num_packages + 1)).astype(np.int64)
+    np.save(folder / "package.start.npy", package_start)
+    save_set_column(folder, _package_sets("package_stacks", package, stacks, num_packages))
+    save_set_column(folder, _package_sets("package_atoms", package, atoms, num_packages))
+
+    dictionaries["stack_summaries"] = _stack_summaries(stacks, field_codes, dictionaries)
+    (folder / DICTIONARIES).write_text(json.dumps(dictionaries), encoding="utf-8")
+
+    documents = [(PACKAGE, i, name) for i, name in enumerate(dictionaries["package"])]
+    documents.extend((ATOM, i, _atom_words(atom)) for i, atom in enumerate(atom_names))
+    write_text_index(folder / TEXT_FOLDER, ((k, r, t) for k, r, t in documents if t))
+    return num_packages, num_rows
+
+
+def _codes(codes: array[int]) -> Codes:
+    return np.frombuffer(codes, dtype=np.int32)
+
+
+def _sorted_codes(texts: list[str], codes: Codes, order: str = "text") -> tuple[list[str], Codes]:
+    """Re-code `codes` (indexes into `texts`) against the sorted distinct texts."""
+    names = sort_versions(sorted(set(texts))) if order == "version" else sorted(set(texts))
+    position = {name: i for i, name in enumerate(names)}
+    remap = np.array([position[t] for t in texts], dtype=np.int32)
+    return names, remap[codes] if len(codes) else codes
+
+
+# Building and saving columns
+
+
+def group(values: Codes, num_values: int, items: Rows | None = None) -> Postings:
+    """Group `items` (default: 0..n-1, kept ascending within a value) by `values`."""
+    order = np.argsort(values, kind="stable")
+    grouped = order.astype(np.int32) if items is None else items[order]
+    counts = np.bincount(values, minlength=num_values)
+    offsets = np.zeros(num_values + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return Postings(np.ascontiguousarray(grouped, dtype=np.int32), offsets)
+
+
+def build_column(name: str, values: list[str], codes: Codes) -> Column:
+    return Column(name, values, codes, group(codes, len(values)))
+
+
+def build_set_column(
+    name: str, values: list[str], codes: Codes, set_offsets: Offsets, set_items: Codes
+) -> SetColumn:
+    """`set_offsets`/`set_items` list each set's member value ids (CSR)."""
+    members = Postings(set_items, set_offsets)
+    set_of_item = np.repeat(np.arange(len(set_offsets) - 1, dtype=np.int32), np.diff(set_offsets))
+    set_postings = group(set_items, len(values), items=set_of_item)
+    rows_of_item, values_of_item = expand(codes, members)
+    postings = group(values_of_item, len(values), items=rows_of_item)
+    return SetColumn(name, values, codes, members, postings, set_postings)
+
+
+def _save_postings(folder: Path, name: str, postings: Postings) -> None:
+    np.save(folder / f"{name}.items.npy", postings.items)
+    np.save(folder / f"{name}.offsets.npy", postings.offsets)
+
+
+def save_column(folder: Path, column: Column) -> None:
+    np.save(folder / f"{column.name}.codes.npy", column.codes)
+    _save_postings(folder, column.name, column.postings)
+
+
+def save_set_column(folder: Path, column: SetColumn) -> None:
+    np.save(folder / f"{column.name}.codes.npy", column.codes)
+    _save_postings(folder, f"{column.name}.members", column.members)
+    _save_postings(folder, f"{column.name}.postings", column.postings)
+    _save_postings(folder, f"{column.name}.set_postings", column.set_postings)
+
+
+def _set_column(
+    name: str,
+    names: list[str],
+    sets: Sequence[tuple[str, ...]],
+    codes: Codes,
+    *,
+    sort: bool = False,
+) -> SetColumn:
+    position = {n: i for i, n in enumerate(names)}
+    members = [[position[v] for v in s] for s in sets]
+    if sort:
+        members = [sorted(m) for m in members]
+    lengths = np.array([len(m) for m in members], dtype=np.int64)
+    offsets = np.zeros(len(members) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    items = np.array([v for m in members for v in m], dtype=np.int32)
+    return build_set_column(name, names, codes, offsets, items)
+
+
+def _save_strings(folder: Path, name: str, strings: Iterator[str | None]) -> None:
+    """Strings as one UTF-8 blob with offsets; `None` is stored as empty."""
+    offsets = [0]
+    with (folder / f"{name}.blob").open("wb") as blob:
+        for text in strings:
+            data = text.encode() if text else b""
+            blob.write(data)
+            offsets.append(offsets[-1] + len(data))
+    np.save(folder / f"{name}.offsets.npy", np.array(offsets, dtype=np.int64))
+
+
+def _package_sets(name: str, package: Codes, column: SetColumn, num_packages: int) -> SetColumn:
+    """For each package, the union of its specs' sets (its stacks, its variant atoms)."""
+    rows, value_ids = expand(column.codes, column.members)
+    width = max(1, len(column.values))
+    pairs = np.unique(package[rows].astype(np.int64) * width + value_ids)
+    owners, members = pairs // width, (pairs % width).astype(np.int32)
+    offsets = np.searchsorted(owners, np.arange(num_packages + 1)).astype(np.int64)
+    packages = np.arange(num_packages, dtype=np.int32)
+    return build_set_column(name, column.values, packages, offsets, members)
+
+
+def _stack_summaries(
+    stacks: SetColumn, field_codes: dict[str, Codes], dictionaries: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Per stack: spec and package counts, and spec counts per value of each bucket field."""
+    summaries = []
+    for stack_id, stack in enumerate(stacks.values):
+        rows = stacks.postings(stack_id)
+        summary: dict[str, Any] = {
+            "name": stack,
+            "specs": len(rows),
+            "packages": len(np.unique(field_codes["package"][rows])),
+        }
+        for field in BUCKET_FIELDS:
+            summary[str(field.facet)] = _buckets(
+                field_codes[field.name][rows], dictionaries[field.name]
+            )
+        summaries.append(summary)
+    return summaries
+
+
+def _buckets(codes: npt.NDArray[np.int32], names: list[str]) -> list[tuple[str, int]]:
+    """(value, count) pairs, count descending then value ascending."""
+    counts = np.bincount(codes, minlength=len(names))
+    present = np.flatnonzero(counts)
+    return sorted(((names[i], int(counts[i])) for i in present), key=lambda b: (-b[1], b[0]))
+
+
+def _atom_words(atom: str) -> str:
+    name, _, value = atom.partition("=")
+    if value == "false":
+        return ""
+    return name if value == "true" else f"{name} {value}"
+
+
+def write_text_index(folder: Path, documents: Iterable[tuple[str, int, str]]) -> int:
+    """Build a whoosh index of (kind, ref, text) documents in the new `folder`."""
+    folder.mkdir(parents=True)
+    ix = whoosh_index.create_in(str(folder), text_schema())
+    writer = ix.writer(limitmb=256)
+    count = 0
+    for kind, ref, text in documents:
+        writer.add_document(kind=kind, ref=ref, words=text, exact=text.lower())
+        count += 1
+    writer.commit(optimize=True)
+    ix.close()
+    return count

@@ -1,0 +1,83 @@
+"""The specs of one tag as dictionary-encoded columns, as the ingest collects them."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Hashable
+from typing import Any, Generic, TypeVar
+
+from cachegql.index.fields import SPEC_FIELDS
+from cachegql.index.records import SpecRecord
+
+__all__ = ["RECORD_PARTS", "EncodedColumn", "TagTable"]
+
+V = TypeVar("V", bound=Hashable)
+# The parts of a record that no spec field holds whole, kept as they are.
+RECORD_PARTS = ("versions", "compiler", "variants", "stacks")
+_ATTRIBUTE_FIELDS = tuple(f.name for f in SPEC_FIELDS if f.attribute)
+
+
+class EncodedColumn(Generic[V]):
+    """A value per row, stored as a small code into the distinct values (first-seen order)."""
+
+    def __init__(self) -> None:
+        self.values: list[V] = []
+        self.codes: array[int] = array("i")
+        self._code_of: dict[V, int] = {}
+
+    def append(self, value: V) -> None:
+        code = self._code_of.get(value)
+        if code is None:
+            code = self._code_of[value] = len(self.values)
+            self.values.append(value)
+        self.codes.append(code)
+
+    def __getitem__(self, row: int) -> V:
+        return self.values[self.codes[row]]
+
+
+class TagTable:
+    """Per spec: a column per spec field and per record part, plus hash, size and tarball."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        self.hashes: list[str] = []
+        self.rows_by_hash: dict[str, int] = {}
+        self.fields: dict[str, EncodedColumn[str]] = {f.name: EncodedColumn() for f in SPEC_FIELDS}
+        self.parts: dict[str, EncodedColumn[Any]] = {p: EncodedColumn() for p in RECORD_PARTS}
+        self.sizes: array[int] = array("q")
+        self.tarballs: list[str | None] = []
+        self.source_page: array[int] = array("i")
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def add(self, spec: SpecRecord, page_id: int) -> int | None:
+        """Add a spec; if its hash is already here, return the earlier row instead."""
+        earlier = self.rows_by_hash.get(spec.hash)
+        if earlier is not None:
+            return earlier
+        self.rows_by_hash[spec.hash] = len(self.hashes)
+        self.hashes.append(spec.hash)
+        for field in SPEC_FIELDS:
+            self.fields[field.name].append(field.value(spec))
+        for part, column in self.parts.items():
+            column.append(getattr(spec, part))
+        self.sizes.append(-1 if spec.size is None else spec.size)
+        self.tarballs.append(spec.tarball)
+        self.source_page.append(page_id)
+        return None
+
+    def record(self, row: int) -> SpecRecord:
+        """Rebuild the spec stored at `row`."""
+        attributes: dict[str, Any] = {name: self.fields[name][row] for name in _ATTRIBUTE_FIELDS}
+        parts = {part: column[row] for part, column in self.parts.items()}
+        size = self.sizes[row]
+        return SpecRecord(
+            hash=self.hashes[row],
+            tag=self.tag,
+            size=None if size < 0 else size,
+            tarball=self.tarballs[row],
+            **attributes,
+            **parts,
+        )

@@ -1,0 +1,1 @@
+"""Answering questions over a loaded index: criteria, the planner, search, facets, stacks."""

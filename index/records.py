@@ -1,0 +1,43 @@
+"""The records every part of the index shares: a spec as read from a source, and a problem."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cachegql.index.spack.compilers import Compiler
+from cachegql.index.spack.variants import Variant
+
+__all__ = ["Problem", "SpecRecord"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpecRecord:
+    """One binary spec of a tag, validated and parsed: what ingest produces, what reads return."""
+
+    hash: str
+    package: str
+    tag: str
+    versions: tuple[str, ...]
+    compiler: Compiler
+    os: str
+    platform: str
+    target: str
+    variants: tuple[Variant, ...]
+    stacks: tuple[str, ...]
+    size: int | None
+    tarball: str | None
+
+    @property
+    def version(self) -> str:
+        return self.versions[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something wrong with an input, named by file and explained in words."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
