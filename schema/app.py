@@ -14,6 +14,7 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import AddValidationRules, ParserCache, ValidationCache
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
@@ -80,12 +81,20 @@ class CachegqlSchema(strawberry.Schema):
             classify(error)
 
 
-def build_schema(max_first: int = DEFAULT_MAX_FIRST, runner: Runner = run_here) -> CachegqlSchema:
-    """The schema, with parsed and validated documents cached (clients repeat their queries)."""
+def build_schema(
+    max_first: int = DEFAULT_MAX_FIRST,
+    runner: Runner = run_here,
+    execution: type[StrawberryGraphQLCoreExecutionContext] = FastExecutionContext,
+) -> CachegqlSchema:
+    """The schema, with parsed and validated documents cached (clients repeat their queries).
+
+    `execution` is the execution context class: the fast one by default; tests pass
+    strawberry's stock one to compare the two.
+    """
     rule = complexity_rule(max_first=max_first)
     return CachegqlSchema(
         query=Query,
-        execution_context_class=FastExecutionContext,
+        execution_context_class=execution,
         extensions=[
             lambda: ParserCache(maxsize=DOCUMENT_CACHE_SIZE),
             lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),

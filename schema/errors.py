@@ -53,3 +53,9 @@ def classify(error: GraphQLError) -> None:
         error.original_error = None
         extensions["code"] = INTERNAL_SERVER_ERROR
     error.extensions = extensions
+    # A traceback holds the frames that hold the error: a cycle that would keep the
+    # request (and the index it read) alive until the cycle collector runs. The error is
+    # reported and logged by now; its traceback is not needed.
+    error.__traceback__ = None
+    if error.original_error is not None:
+        error.original_error.__traceback__ = None

@@ -17,6 +17,7 @@ and tests/test_execution.py compares every query of the API tests with the stock
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from typing import Any, ClassVar, cast
@@ -28,6 +29,7 @@ from graphql import (
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLOutputType,
+    GraphQLResolveInfoHelpers,
 )
 from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.pyutils import Path
@@ -96,10 +98,33 @@ def _plain_reader(field: GraphQLField) -> Reader | None:
     return lambda source: serialize(get(source))
 
 
+def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method`, called through a weak reference to its object."""
+    reference = weakref.WeakMethod(method)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = reference()
+        if bound is None:
+            raise RuntimeError("the operation this belonged to has finished")
+        return bound(*args, **kwargs)
+
+    return call
+
+
 class FastExecutionContext(StrawberryGraphQLCoreExecutionContext):
     """graphql-core's execution, with plain scalar fields and leaf-only lists read directly."""
 
     _readers: ClassVar[dict[int, tuple[GraphQLField, Reader | None]]] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # graphql-core keeps bound methods of the context on the context itself: a cycle
+        # that kept every request's context, and the index it read, alive until the cycle
+        # collector ran (and forever once frozen). Held weakly, the context dies with its
+        # request, by reference counting.
+        self.async_helpers = GraphQLResolveInfoHelpers(
+            gather=_weakly(self.gather_async_work), track=_weakly(self.track_async_work)
+        )
 
     @property
     def _has_middleware(self) -> bool:

@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 import uvicorn
 from starlette.applications import Starlette
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
-from cachegql.index import BuildReport, build_index
+from cachegql.index import BuildReport, IndexStore, build_index
+from cachegql.schema import DEFAULT_MAX_FIRST, Context, build_schema
 from cachegql.server.app import Settings, create_app
 from tests import oracle
 
@@ -64,16 +67,40 @@ class LiveServer:
         self.thread.join(timeout=10)
 
 
-class GraphQLClient:
-    """Posts queries to the app over HTTP and returns the JSON body."""
+class Differential:
+    """Executes requests in-process through strawberry's stock execution context and
+    requires the same JSON, data and errors byte for byte, as the server's answer (which
+    comes from the fast execution of schema/execution.py)."""
 
-    def __init__(self, client: httpx.Client) -> None:
+    def __init__(self, index: Path, max_first: int = DEFAULT_MAX_FIRST) -> None:
+        self.store = IndexStore(index)
+        self.max_first = max_first
+        self.stock = build_schema(max_first, execution=StrawberryGraphQLCoreExecutionContext)
+        self.compared = 0
+
+    def check(self, query: str, variables: dict[str, Any], served: dict[str, Any]) -> None:
+        context = Context(self.store, self.max_first)
+        result = self.stock.execute_sync(query, variable_values=variables, context_value=context)
+        stock = {"data": result.data, "errors": [e.formatted for e in result.errors or ()]}
+        fast = {"data": served.get("data"), "errors": served.get("errors", [])}
+        assert orjson.dumps(fast) == orjson.dumps(stock), f"fast and stock differ: {query!r}"
+        self.compared += 1
+
+
+class GraphQLClient:
+    """Posts queries to the app over HTTP and returns the JSON body; with a `differential`,
+    also checks that the fast and the stock execution agree on each query."""
+
+    def __init__(self, client: httpx.Client, differential: Differential | None = None) -> None:
         self.http = client
+        self.differential = differential
 
     def __call__(self, query: str, **variables: Any) -> dict[str, Any]:
         response = self.http.post("/graphql", json={"query": query, "variables": variables})
         assert response.status_code == 200, response.text
         body: dict[str, Any] = response.json()
+        if self.differential is not None:
+            self.differential.check(query, variables, body)
         return body
 
     def data(self, query: str, **variables: Any) -> dict[str, Any]:
@@ -90,11 +117,14 @@ class GraphQLClient:
 
 
 @contextlib.contextmanager
-def serving(index: Path) -> Iterator[GraphQLClient]:
-    """The real app serving `index` on 127.0.0.1, and a client for it."""
-    app = create_app(Settings(index=index, reload_interval=0))
+def serving(index: Path, max_first: int = DEFAULT_MAX_FIRST) -> Iterator[GraphQLClient]:
+    """The real app serving `index` on 127.0.0.1, and a client for it that also compares
+    the fast and the stock execution of every query it sends."""
+    app = create_app(Settings(index=index, max_first=max_first, reload_interval=0))
+    differential = Differential(index, max_first)
     with LiveServer(app) as url, httpx.Client(base_url=url, timeout=30) as client:
-        yield GraphQLClient(client)
+        yield GraphQLClient(client, differential)
+    differential.store.close()
 
 
 @pytest.fixture(scope="session")

@@ -13,14 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from cachegql.index import build_index
-from cachegql.server.app import Settings, create_app
 from tests import oracle
 from tests import oracle_queries as oq
-from tests.conftest import GraphQLClient, LiveServer
+from tests.conftest import GraphQLClient, serving
 
 Expected = dict[str, dict[str, dict[str, Any]]]
 Spec = dict[str, Any]
@@ -249,9 +247,8 @@ def bulk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GraphQLClie
     root = tmp_path_factory.mktemp("bulk")
     _bulk_pages(root / "pages")
     build_index([root / "pages"], root / "ix")
-    app = create_app(Settings(index=root / "ix", reload_interval=0))
-    with LiveServer(app) as url, httpx.Client(base_url=url, timeout=30) as client:
-        yield GraphQLClient(client), oracle.read_specs([root / "pages"])
+    with serving(root / "ix") as client:
+        yield client, oracle.read_specs([root / "pages"])
 
 
 # --- Query.specs: the filter table ----------------------------------------------------------------
@@ -625,9 +622,7 @@ def test_first_above_the_cap_returns_a_capped_page(
 
 def test_the_cap_is_configurable(pages_index: Path, expected: Expected) -> None:
     order = oq.ordered(expected["develop"].values())
-    app = create_app(Settings(index=pages_index, max_first=5, reload_interval=0))
-    with LiveServer(app) as url, httpx.Client(base_url=url, timeout=30) as http:
-        client = GraphQLClient(http)
+    with serving(pages_index, max_first=5) as client:
         for first in (6, 100, None):
             variables = {} if first is None else {"first": first}
             page = client.data(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import signal
 import subprocess
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 from cachegql.index import BuildError, BuildReport, IndexStore, build_index
 from cachegql.index.disk.publish import PARTIAL, PublishError, builds_folder
 from cachegql.index.ingest import StrictModeError
+from cachegql.schema import Context, build_schema
 from cachegql.server.holder import IndexHolder
 from tests.conftest import CLI, PAGES
 from tests.page_factory import page_text, spec, write_corpus, write_page
@@ -327,3 +330,52 @@ def test_holder_recovers_after_a_broken_build_is_replaced(tmp_path: Path) -> Non
     finally:
         old.close()
         holder.store.close()
+
+
+def test_a_replaced_index_is_freed_by_reference_counting_alone(tmp_path: Path) -> None:
+    """No reference cycle keeps a snapshot alive: after a reload, the old one is gone at
+    once, with the cycle collector off and never run."""
+    out = tmp_path / "ix"
+    build_index([PAGES], out)
+    holder = IndexHolder(out)
+    schema = build_schema()
+    query = """{ specs(search: "torch scater", first: 5) { nodes { hash package { name
+                 versions stacks compilers } } facets { stacks { value } versions { value } } }
+               stacks { name targets { value } } package(name: "zlib") { numSpecsByStack {
+                 stack } } }"""
+    result = schema.execute_sync(query, context_value=Context(store=holder.store))
+    assert result.errors is None and result.data is not None and result.data["specs"]["nodes"]
+    failed = schema.execute_sync(
+        '{ spec(hash: "0") { hash } }', context_value=Context(holder.store)
+    )
+    assert failed.errors and failed.errors[0].extensions == {"code": "BAD_USER_INPUT"}
+    old_store = weakref.ref(holder.store)
+    old_snapshots = [weakref.ref(s) for s in holder.store.snapshots.values()]
+    del result, failed
+    build_index([LOOSE], out)
+    gc.disable()
+    try:
+        assert holder.reload_if_changed()
+        assert old_store() is None
+        assert [ref() for ref in old_snapshots] == [None] * len(old_snapshots)
+    finally:
+        gc.enable()
+
+
+def test_reloads_do_not_accumulate_frozen_objects(tmp_path: Path) -> None:
+    """Each load freezes the new index for the collector's sake; the replaced one must
+    leave the frozen set again (freed), or every reload would leak a whole index."""
+    out = tmp_path / "ix"
+    build_index([PAGES], out)
+    holder = IndexHolder(out)
+    schema = build_schema()
+    query = '{ specs(search: "zlib", first: 3) { nodes { package { name versions } } } }'
+    counts = []
+    for round_ in range(6):
+        assert schema.execute_sync(query, context_value=Context(store=holder.store)).data
+        build_index([PAGES if round_ % 2 else LOOSE], out)
+        assert holder.reload_if_changed()
+        counts.append(gc.get_freeze_count())
+    # The fixture index is ~300 frozen objects: a leak would grow the count that much a round.
+    assert max(counts[1::2]) - min(counts[1::2]) < 50, counts
+    assert max(counts[::2]) - min(counts[::2]) < 50, counts
