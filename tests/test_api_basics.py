@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
+
+from cachegql.index import build_index
+from cachegql.schema import INTERNAL_MESSAGE, INTERNAL_SERVER_ERROR
+from cachegql.server.app import Settings, create_app
 from tests import oracle
-from tests.conftest import GraphQLClient
+from tests.conftest import PAGES, GraphQLClient, LiveServer
 
 Expected = dict[str, dict[str, dict[str, Any]]]
 
@@ -167,6 +176,8 @@ def test_health_names_the_build(gql: GraphQLClient, expected: Expected) -> None:
     body = gql.http.get("/healthz").json()
     assert body["status"] == "ok"
     assert body["tags"] == {tag: len(specs) for tag, specs in expected.items()}
+    assert body["version"] == version("cachegql")
+    assert "/" not in str({k: v for k, v in body.items() if k != "response_cache"})  # no paths
 
 
 def test_syntax_error_in_query_has_a_code(gql: GraphQLClient) -> None:
@@ -177,3 +188,30 @@ def test_syntax_error_in_query_has_a_code(gql: GraphQLClient) -> None:
 def test_wrong_argument_type_has_a_code(gql: GraphQLClient) -> None:
     error = gql.error('{ packages(first: "ten") { totalCount } }')
     assert error["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+def test_an_unexpected_exception_reaches_clients_only_as_its_code(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fault in the served index (here a damaged stack summary, broken in the running
+    server) is INTERNAL_SERVER_ERROR with a fixed message: what went wrong goes to the
+    log, never to the client."""
+    build_index([PAGES], tmp_path / "ix")
+    app = create_app(Settings(index=tmp_path / "ix", reload_interval=0))
+    summaries = app.state.holder.store.snapshot("develop").stack_summaries
+    summaries[0] = {"name": "secret-stack-detail"}  # its counts are gone
+    with LiveServer(app) as url, caplog.at_level(logging.ERROR, logger="cachegql.errors"):
+        response = httpx.post(f"{url}/graphql", json={"query": "{ stacks { name numSpecs } }"})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["data"] is None
+    assert body["errors"] == [
+        {
+            "message": INTERNAL_MESSAGE,
+            "locations": [{"line": 1, "column": 3}],
+            "path": ["stacks"],
+            "extensions": {"code": INTERNAL_SERVER_ERROR},
+        }
+    ]
+    assert "KeyError" not in response.text and "secret-stack-detail" not in response.text
+    assert "KeyError" in caplog.text and "stacks" in caplog.text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,12 @@ def test_top_level_help_lists_subcommands() -> None:
     assert result.returncode == 0
     for command in SUBCOMMANDS:
         assert command in result.stdout
+
+
+def test_version_comes_from_the_package_metadata() -> None:
+    result = cachegql("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"cachegql {version('cachegql')}\n"
 
 
 def test_unknown_option_is_a_usage_error(tmp_path: Path) -> None:

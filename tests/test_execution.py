@@ -123,6 +123,16 @@ class Query:
     async def later(self) -> int:
         return 7
 
+    @strawberry.field
+    async def gathered(self, info: strawberry.Info) -> list[int]:
+        """graphql-core's helpers for resolvers, which the fast context holds weakly."""
+        helpers = info._raw_info.async_helpers
+        KEPT.append(helpers)
+        return await helpers.gather([asyncio.sleep(0, 1), asyncio.sleep(0, 2)])
+
+
+KEPT: list[Any] = []  # helpers of finished operations
+
 
 class Marker(SchemaExtension):
     """Resolver middleware: it must see every field, so the fast path is off."""
@@ -155,6 +165,7 @@ CASES = {
     "null lists of leaves": "{ nullLists { maybeWords } n: nullLists { words } }",
     "objects of a type with is_type_of": "{ interfaceItems { tagged { name tag } } }",
     "an async field beside plain ones": "{ a: later plain { count } b: later }",
+    "graphql-core's helpers for resolvers": "{ later gathered }",
 }
 
 
@@ -176,6 +187,15 @@ def test_the_cases_reach_their_outcomes() -> None:
     for case in ("null in a non-null list item", "null for a non-null leaf"):
         body = orjson.loads(_answer(CASES[case], FastExecutionContext))
         assert list(body["data"].values()) == [None] and body["errors"], case
+
+
+def test_helpers_of_a_finished_operation_say_so() -> None:
+    """Held weakly, the helpers outlive their operation only to refuse politely."""
+    KEPT.clear()
+    body = orjson.loads(_answer("{ later gathered }", FastExecutionContext))
+    assert body["data"]["gathered"] == [1, 2]
+    with pytest.raises(RuntimeError, match="has finished"):
+        KEPT[0].gather([])
 
 
 def test_resolver_middleware_sees_every_field() -> None:

@@ -6,7 +6,7 @@ import gc
 import json
 import signal
 import subprocess
-import time
+import sys
 import weakref
 from pathlib import Path
 from typing import Any
@@ -18,12 +18,11 @@ from cachegql.index.disk.publish import PARTIAL, PublishError, builds_folder
 from cachegql.index.ingest import StrictModeError
 from cachegql.schema import Context, build_schema
 from cachegql.server.holder import IndexHolder
-from tests.conftest import CLI, PAGES
-from tests.page_factory import page_text, spec, write_corpus, write_page
+from tests.conftest import PAGES
+from tests.page_factory import page_text, spec, write_page
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOSE = PAGES / "loose" / "zlib-develop.txt"
-KILL_TIMEOUT = 120.0
 
 
 def _finished(out: Path) -> list[Path]:
@@ -188,14 +187,21 @@ def test_build_error_says_nothing_was_published(tmp_path: Path) -> None:
 # (c) a build killed mid-way
 
 
-def _big_corpus(folder: Path) -> None:
-    """A corpus large enough that writing its index takes a noticeable time."""
-    if (ROOT / "index" / "demo.py").exists():
-        command = [CLI, "demo-data"]
-        command += ["--specs", "300000", "--packages", "3000", "--out", str(folder)]
-        subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=KILL_TIMEOUT)
-    else:
-        write_corpus(folder, packages=2000, specs_per_package=50)
+# The real `cachegql index`, in a child process that SIGKILLs itself right after the
+# build has written its first tag: a half-written build, killed at a known point.
+KILLED_MID_WRITE = """
+import os, signal, sys
+import cachegql.index.disk.write as write
+real_write_tag = write.write_tag
+
+def write_tag_then_die(*args, **kwargs):
+    real_write_tag(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+write.write_tag = write_tag_then_die
+from cachegql.server.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
 
 
 def test_killed_build_leaves_previous_index_serving(tmp_path: Path) -> None:
@@ -204,29 +210,14 @@ def test_killed_build_leaves_previous_index_serving(tmp_path: Path) -> None:
     build_index([PAGES], out)
     link_before = out.readlink()
     served_before = _served(out)
-    corpus = tmp_path / "corpus"
-    _big_corpus(corpus)
 
-    command = [CLI, "index", str(corpus), "--out", str(out), "-q"]
-    process = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + KILL_TIMEOUT
-    try:
-        while process.poll() is None and time.monotonic() < deadline:
-            if _partials(out):
-                process.send_signal(signal.SIGKILL)
-                break
-            time.sleep(0.005)
-    finally:
-        if process.poll() is None and not _partials(out):
-            process.kill()  # timed out without ever starting to write
-        process.wait(timeout=30)
-    assert process.returncode == -signal.SIGKILL, (
-        f"the build was not killed mid-way (exit code {process.returncode}); enlarge the corpus"
-    )
+    command = [sys.executable, "-c", KILLED_MID_WRITE, "index", str(PAGES), "--out", str(out)]
+    process = subprocess.run(command, capture_output=True, timeout=60, check=False)
+    assert process.returncode == -signal.SIGKILL, process.stderr
 
-    assert len(_partials(out)) == 1  # the half-written build, never published
+    partials = _partials(out)
+    assert len(partials) == 1  # the half-written build, never published
+    assert (partials[0] / "tags" / "0").is_dir() and not (partials[0] / "tags" / "1").exists()
     assert out.readlink() == link_before
     assert _served(out) == served_before
 
