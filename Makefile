@@ -18,7 +18,7 @@ endif
 # source files under build/, which mypy can follow (setuptools' default import hook it
 # cannot). A link tree does not see new files, so adding or removing a module (which
 # changes its folder's time stamp) reinstalls it.
-PACKAGE_DIRS := $(shell find index schema server demo -type d -not -name __pycache__)
+PACKAGE_DIRS := $(addsuffix /,$(shell find index schema server demo -type d -not -name __pycache__))
 
 .PHONY: serve test lint format schema lock wheel-check bench clean
 
