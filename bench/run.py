@@ -439,7 +439,7 @@ def peer(
 ) -> None:
     """The shared queries, matched as closely as the plugin allows, against datasette +
     datasette-graphql over SQLite and against cachegql (1 worker, no response cache)."""
-    from bench import peer_datasette
+    import peer_datasette  # a script beside this one (bench/ is on sys.path)
 
     if not PEER_PYTHON.exists():
         report.peer = {"skipped": f"{PEER_PYTHON} missing: run `make bench` to install the peer"}

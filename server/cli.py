@@ -9,7 +9,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cachegql.schema import DEFAULT_MAX_FIRST
 from cachegql.server.version import VERSION
 
 __all__ = ["main"]
@@ -88,8 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--max-first",
         type=int,
-        default=DEFAULT_MAX_FIRST,
-        help=f"page size cap (default {DEFAULT_MAX_FIRST})",
+        metavar="N",
+        help="cap on 'first', the page size of connections (default: the API's, 100)",
     )
     serve.add_argument(
         "--no-access-log", action="store_true", help="do not log each request (saves CPU)"
@@ -180,6 +179,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from cachegql.index import IndexLoadError, IndexStore
+    from cachegql.schema import DEFAULT_MAX_FIRST
     from cachegql.server.app import Settings
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
@@ -198,7 +198,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(
         index=index,
         default_tag=args.default_tag,
-        max_first=args.max_first,
+        max_first=DEFAULT_MAX_FIRST if args.max_first is None else args.max_first,
         reload_interval=args.reload_interval,
         response_cache_mb=args.response_cache_mb,
     )

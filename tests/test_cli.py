@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cachegql.index import IndexStore
+from cachegql.schema import DEFAULT_MAX_FIRST
 from tests.conftest import CLI, PAGES
 from tests.page_factory import page_text, spec, write_page
 
@@ -165,3 +166,9 @@ def test_schema_check_reports_a_stale_file(tmp_path: Path) -> None:
     result = cachegql("schema", "--check", stale)
     assert result.returncode == 1
     assert f"{stale} is stale" in result.stderr
+
+
+def test_serve_help_states_the_api_page_cap() -> None:
+    """The help names the default cap without importing the schema to say it."""
+    result = cachegql("serve", "--help")
+    assert f"default: the API's, {DEFAULT_MAX_FIRST}" in " ".join(result.stdout.split())

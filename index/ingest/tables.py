@@ -3,32 +3,55 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
 from cachegql.index.fields import SPEC_FIELDS
 from cachegql.index.records import SpecRecord
+from cachegql.index.spack.compilers import Compiler
+from cachegql.index.spack.variants import Variant
 
 __all__ = ["RECORD_PARTS", "EncodedColumn", "TagTable"]
 
-V = TypeVar("V", bound=Hashable)
+V = TypeVar("V")
 # The parts of a record that no spec field holds whole, kept as they are.
 RECORD_PARTS = ("versions", "compiler", "variants", "stacks")
 _ATTRIBUTE_FIELDS = tuple(f.name for f in SPEC_FIELDS if f.attribute)
 
 
-class EncodedColumn(Generic[V]):
-    """A value per row, stored as a small code into the distinct values (first-seen order)."""
+def _same(value: Any) -> Hashable:
+    return value  # type: ignore[no-any-return]
 
-    def __init__(self) -> None:
+
+def _raw(value: Compiler) -> str:
+    return value.raw
+
+
+def _raws(values: tuple[Variant, ...]) -> tuple[str, ...]:
+    return tuple(v.raw for v in values)
+
+
+_PART_KEYS: dict[str, Callable[[Any], Hashable]] = {"compiler": _raw, "variants": _raws}
+
+
+class EncodedColumn(Generic[V]):
+    """A value per row, stored as a small code into the distinct values (first-seen order).
+
+    Values are told apart by `key(value)`: their text, which is cheaper to hash than
+    parsed objects (a tuple of variants would hash every field of every variant).
+    """
+
+    def __init__(self, key: Callable[[V], Hashable] = _same) -> None:
         self.values: list[V] = []
         self.codes: array[int] = array("i")
-        self._code_of: dict[V, int] = {}
+        self._key = key
+        self._code_of: dict[Hashable, int] = {}
 
     def append(self, value: V) -> None:
-        code = self._code_of.get(value)
+        key = self._key(value)
+        code = self._code_of.get(key)
         if code is None:
-            code = self._code_of[value] = len(self.values)
+            code = self._code_of[key] = len(self.values)
             self.values.append(value)
         self.codes.append(code)
 
@@ -44,7 +67,9 @@ class TagTable:
         self.hashes: list[str] = []
         self.rows_by_hash: dict[str, int] = {}
         self.fields: dict[str, EncodedColumn[str]] = {f.name: EncodedColumn() for f in SPEC_FIELDS}
-        self.parts: dict[str, EncodedColumn[Any]] = {p: EncodedColumn() for p in RECORD_PARTS}
+        self.parts: dict[str, EncodedColumn[Any]] = {
+            part: EncodedColumn(_PART_KEYS.get(part, _same)) for part in RECORD_PARTS
+        }
         self.sizes: array[int] = array("q")
         self.tarballs: list[str | None] = []
         self.source_page: array[int] = array("i")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["Compiler", "parse_compiler"]
 
@@ -21,8 +22,9 @@ class Compiler:
         return f"{self.name}@{self.version}" if self.version else self.name
 
 
+@lru_cache(maxsize=4096)
 def parse_compiler(raw: str) -> Compiler:
-    """Split `gcc@=11.4.0` into name and version; `none` has no version."""
+    """Split `gcc@=11.4.0` into name and version; `none` has no version (memoized)."""
     name, sep, version = raw.strip().partition("@")
     version = version.lstrip("=")
     if not name or (sep and not version):

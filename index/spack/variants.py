@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["Variant", "parse_variant"]
 
@@ -37,8 +38,12 @@ class Variant:
         return tuple(f"{self.name}={v}" for v in self.values)
 
 
+@lru_cache(maxsize=65536)
 def parse_variant(raw: str) -> Variant:
-    """Parse one variant as written on a page or in a filter; raise ValueError if malformed."""
+    """Parse one variant as written on a page or in a filter; raise ValueError if malformed.
+
+    Memoized: a cache of a million specs has a few thousand distinct variants.
+    """
     text = raw.strip()
     if match := _BOOL.match(text):
         sign, name = match.groups()
