@@ -15,11 +15,18 @@ nowhere deeper. Inside, by concern:
 from cachegql.index.build import BuildError, BuildReport, build_index
 from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.publish import PublishError
-from cachegql.index.disk.snapshot import PackageData, Snapshot
+from cachegql.index.disk.snapshot import DependencyData, PackageData, Snapshot
 from cachegql.index.disk.store import IndexLoadError, IndexStore, UnknownTagError
 from cachegql.index.errors import CriteriaError
 from cachegql.index.fields import BUCKET_FIELDS, FACETS, SPEC_FIELDS, SpecField
-from cachegql.index.ingest import SourceError, StrictModeError
+from cachegql.index.ingest import (
+    DEFAULT_STACK,
+    NotFoundError,
+    Reader,
+    ReadError,
+    SourceError,
+    StrictModeError,
+)
 from cachegql.index.query.answers import (
     MAX_CANDIDATES,
     AmbiguousHashError,
@@ -28,8 +35,8 @@ from cachegql.index.query.answers import (
     Scope,
     StackSummary,
     find_packages,
+    find_spec,
     find_specs,
-    spec_by_hash,
     stack,
     stacks,
 )
@@ -50,6 +57,7 @@ from cachegql.index.spack import (
 
 __all__ = [
     "BUCKET_FIELDS",
+    "DEFAULT_STACK",
     "FACETS",
     "FORMAT_VERSION",
     "MAX_CANDIDATES",
@@ -61,13 +69,17 @@ __all__ = [
     "BuildReport",
     "Compiler",
     "CriteriaError",
+    "DependencyData",
     "Facets",
     "IndexLoadError",
     "IndexStore",
+    "NotFoundError",
     "PackageCriteria",
     "PackageData",
     "Problem",
     "PublishError",
+    "ReadError",
+    "Reader",
     "Scope",
     "Snapshot",
     "SourceError",
@@ -81,11 +93,11 @@ __all__ = [
     "Variant",
     "build_index",
     "find_packages",
+    "find_spec",
     "find_specs",
     "format_spec",
     "normalize_prefix",
     "parse_variant_constraint",
-    "spec_by_hash",
     "stack",
     "stacks",
 ]

@@ -9,7 +9,14 @@ from pathlib import Path
 
 from cachegql.index.disk import publish
 from cachegql.index.disk.write import write_index
-from cachegql.index.ingest import Ingested, ingest_candidates, iter_candidates
+from cachegql.index.ingest import (
+    DEFAULT_STACK,
+    Ingested,
+    Opener,
+    Reader,
+    ingest_plan,
+    plan_sources,
+)
 from cachegql.index.records import Problem
 
 __all__ = ["BuildError", "BuildReport", "build_index"]
@@ -26,6 +33,7 @@ class BuildReport:
     out: Path
     folder: Path
     pages: int
+    caches: int
     specs: int
     tags: dict[str, int]
     seconds: float
@@ -34,33 +42,45 @@ class BuildReport:
     merged_duplicates: int = 0
 
     def summary(self) -> str:
+        read = f"{self.pages} pages"
+        if self.caches:
+            read += f" and {self.caches} build cache{'s' if self.caches != 1 else ''}"
         return (
-            f"indexed {self.pages} pages, {self.specs} specs, {len(self.tags)} tags, "
+            f"indexed {read}, {self.specs} specs, {len(self.tags)} tags, "
             f"{len(self.problems)} problems in {self.seconds:.1f} s -> {self.out}"
         )
 
 
 def build_index(
-    sources: Sequence[Path],
+    sources: Sequence[str | Path],
     out: Path,
     *,
     strict: bool = False,
+    tag: str | None = None,
+    stack: str = DEFAULT_STACK,
+    reader: Reader | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> BuildReport:
-    """Build an index of `sources` and publish it at `out`; raise before publishing on failure."""
+    """Build an index of `sources` and publish it at `out`; raise before publishing on failure.
+
+    `tag` and `stack` place a lone build cache (an index file or mirror); `reader` reads
+    the http(s) URLs among the sources.
+    """
     started = time.perf_counter()
-    candidates = list(iter_candidates(sources))
+    opener = Opener(reader)
+    plan = plan_sources(sources, opener=opener, tag=tag, stack=stack)
+    total = len(plan.candidates) + len(plan.caches)
     done = 0
 
-    def count(_: Path) -> None:
+    def count(_: str) -> None:
         nonlocal done
         done += 1
         if on_progress is not None:
-            on_progress(done, len(candidates))
+            on_progress(done, total)
 
-    ingested = ingest_candidates(candidates, strict=strict, on_file=count)
+    ingested = ingest_plan(plan, opener=opener, strict=strict, on_source=count)
     if not ingested.specs:
-        raise BuildError(_nothing_found(ingested, len(candidates)))
+        raise BuildError(_nothing_found(ingested, total))
     build_id = publish.new_build_id()
     staging = publish.start(out, build_id)
     try:
@@ -73,6 +93,7 @@ def build_index(
         out=out,
         folder=folder,
         pages=ingested.pages,
+        caches=ingested.caches,
         specs=ingested.specs,
         tags={tag: len(table) for tag, table in sorted(ingested.tables.items())},
         seconds=time.perf_counter() - started,
@@ -82,8 +103,11 @@ def build_index(
     )
 
 
-def _nothing_found(ingested: Ingested, files: int) -> str:
-    message = f"no specs found in {files} files ({ingested.pages} pages read)"
+def _nothing_found(ingested: Ingested, sources: int) -> str:
+    message = (
+        f"no specs found in {sources} sources ({ingested.pages} pages and "
+        f"{ingested.caches} build caches read)"
+    )
     if ingested.problems:
         message += f"; {len(ingested.problems)} problems, the first: {ingested.problems[0]}"
     return message + "; nothing was published"

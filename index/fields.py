@@ -1,10 +1,12 @@
 """The scalar fields of a spec, declared once.
 
 Each row says how a spec field is stored and what it offers: a filter under its
-name, a facet, a per-stack bucket. Every list of spec fields in the index is derived
-from `SPEC_FIELDS`: the columns ingest collects and the build writes, the columns a
-snapshot loads, the filters the planner knows, the facets, the stack buckets, and the
-summaries a page's `meta` is checked against (a page's `meta` uses the facet names).
+name, a facet, a per-stack bucket. An empty value means "the source does not say"
+(pages record no namespace): no filter operator matches it and no facet counts it.
+Every list of spec fields in the index is derived from `SPEC_FIELDS`: the columns
+ingest collects and the build writes, the columns a snapshot loads, the filters the
+planner knows, the facets, the stack buckets, and the summaries a page's `meta` is
+checked against (a page's `meta` uses the facet names).
 
 Adding a filterable, faceted field is one row here plus its attribute on `SpecRecord`
 (`index/records.py`), the source that fills it, and its declarations in `schema/`
@@ -46,6 +48,8 @@ class SpecField:
     """How its distinct values are ordered: by text, or by Spack's version order."""
     attribute: bool = False
     """The value is the `SpecRecord` attribute of the same name, read back from the column."""
+    required: bool = True
+    """Every source has it; else an empty value means the source records none."""
 
 
 SPEC_FIELDS: tuple[SpecField, ...] = (
@@ -56,6 +60,9 @@ SPEC_FIELDS: tuple[SpecField, ...] = (
     SpecField("os", attrgetter("os"), facet="oss", bucket=True, attribute=True),
     SpecField("platform", attrgetter("platform"), facet="platforms", bucket=True, attribute=True),
     SpecField("target", attrgetter("target"), facet="targets", bucket=True, attribute=True),
+    SpecField(
+        "namespace", attrgetter("namespace"), facet="namespaces", attribute=True, required=False
+    ),
 )
 FIELDS_BY_NAME = {field.name: field for field in SPEC_FIELDS}
 # The one facet over a set-valued column: a spec counts once for each of its stacks.

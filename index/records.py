@@ -26,6 +26,10 @@ class SpecRecord:
     stacks: tuple[str, ...]
     size: int | None
     tarball: str | None
+    namespace: str = ""
+    """Spack's package repository (`builtin`); empty where the source records none (pages)."""
+    flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Compiler flags by kind, as Spack records them: (("cflags", ("-O2", "-g")),)."""
 
     @property
     def version(self) -> str:

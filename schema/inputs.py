@@ -58,6 +58,13 @@ class SpecFilter:
     and_: list[SpecFilter] | None = strawberry.field(name="and", default=None)
     or_: list[SpecFilter] | None = strawberry.field(name="or", default=None)
     not_: Optional[SpecFilter] = strawberry.field(name="not", default=None)  # noqa: UP045
+    namespace: StringFilter | None = None
+    depends_on: Optional[SpecFilter] = strawberry.field(  # noqa: UP045
+        default=None,
+        description="Some node of the spec's DAG (any depth, any deptype) matches; nodes "
+        "outside the cache match with the fields the index records. An error on a tag "
+        "read from pages, which record no dependencies.",
+    )
 
 
 @strawberry.input
@@ -99,6 +106,7 @@ def spec_criteria(value: SpecFilter | None) -> SpecCriteria | None:
         fields=tuple((name, match) for name, match in matches if match is not None),
         stack=string_match(value.stack),
         variants=tuple(parse_variant_constraint(v) for v in value.variants or ()),
+        depends_on=None if value.depends_on is None else spec_criteria(value.depends_on),
         all_of=tuple(c for c in map(spec_criteria, value.and_ or ()) if c is not None),
         any_of=None
         if value.or_ is None

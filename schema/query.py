@@ -7,7 +7,7 @@ from weakref import WeakKeyDictionary
 import strawberry
 from strawberry.types import Info
 
-from cachegql.index import Snapshot, spec_by_hash
+from cachegql.index import Snapshot, find_spec
 from cachegql.index import stack as stack_summary
 from cachegql.index import stacks as stack_summaries
 from cachegql.schema.context import Context
@@ -23,7 +23,7 @@ from cachegql.schema.types import (
     package_connection,
     package_object,
     spec_connection,
-    spec_object,
+    spec_objects,
     stack_object,
 )
 
@@ -92,8 +92,9 @@ class Query:
         "AMBIGUOUS_HASH_PREFIX and extensions.candidates."
     )
     def spec(self, info: Info[Context, None], hash: str, tag: str | None = None) -> Spec | None:
-        data = spec_by_hash(info.context.store.snapshot(tag), hash)
-        return None if data is None else spec_object(data)
+        snapshot = info.context.store.snapshot(tag)
+        row = find_spec(snapshot, hash)
+        return None if row is None else spec_objects(snapshot, [row])[0]
 
     @strawberry.field(
         description="Specs matching all given constraints: filter (structured), query (Spack spec "

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import strawberry
 from strawberry.types import Info
 
 from cachegql.index import (
     SHORT_HASH_LENGTH,
+    DependencyData,
     Facets,
     PackageData,
     Scope,
+    Snapshot,
     SpecRecord,
     StackSummary,
     find_packages,
@@ -89,7 +91,7 @@ def _variant(data: VariantData) -> Variant:
     return Variant(name=data.name, value=data.value, raw=data.raw)
 
 
-@strawberry.type
+@strawberry.type(description="A binary spec of a tag.")
 class Spec:
     hash: str
     short_hash: str
@@ -103,9 +105,20 @@ class Spec:
     target: str
     variants: list[Variant]
     stacks: list[str]
-    size: int | None
+    size: int | None = strawberry.field(
+        deprecation_reason="Int is 32-bit: use sizeBytes (this is null from 2 GiB on)."
+    )
+    size_bytes: float | None = strawberry.field(
+        description="The tarball's size in bytes (exact up to 2^53); null when unknown."
+    )
     tarball: str | None
+    namespace: str | None = strawberry.field(
+        description='The package repository, e.g. "builtin"; null where the source has '
+        "none (pages)."
+    )
     _data: strawberry.Private[SpecRecord]
+    _row: strawberry.Private[int]
+    _batch: strawberry.Private[SpecBatch]
 
     @strawberry.field
     def package(self, info: Info[Context, None]) -> Package:
@@ -118,8 +131,98 @@ class Spec:
     def format(self) -> str:
         return format_spec(self._data)
 
+    @strawberry.field(
+        description="Direct dependencies, optionally only those of the given deptypes "
+        '("build", "link", "run", "test"); null when the source records none (pages).'
+    )
+    def dependencies(self, deptype: list[str] | None = None) -> list[Dependency] | None:
+        found = self._batch.dependencies(self._row)
+        if found is None:
+            return None
+        wanted = set(deptype or ())
+        return [
+            Dependency(
+                name=d.name,
+                hash=d.hash,
+                version=d.version,
+                deptypes=list(d.deptypes),
+                virtuals=list(d.virtuals),
+                _row=d.row,
+                _batch=self._batch,
+            )
+            for d in found
+            if not wanted or wanted.intersection(d.deptypes)
+        ]
 
-def spec_object(data: SpecRecord) -> Spec:
+    @strawberry.field(description="The binaries of the tag with a direct dependency on this spec.")
+    def dependents(
+        self,
+        info: Info[Context, None],
+        filter: SpecFilterArg = None,
+        first: int | None = DEFAULT_FIRST,
+        after: str | None = None,
+    ) -> SpecConnection:
+        scope = Scope.dependents(self.hash)
+        return spec_connection(info.context, self.tag, scope, filter, None, None, first, after)
+
+
+@strawberry.type(description="A direct dependency of a spec (an edge of its DAG).")
+class Dependency:
+    name: str
+    hash: str
+    version: str | None = strawberry.field(
+        description="null when the index does not record the node this edge points to."
+    )
+    deptypes: list[str]
+    virtuals: list[str] = strawberry.field(
+        description='What it provides to the spec, e.g. ["c", "cxx"] for a compiler.'
+    )
+    _row: strawberry.Private[int | None]
+    _batch: strawberry.Private[SpecBatch]
+
+    @strawberry.field(description="The binary with this hash in the tag; null when it has none.")
+    def spec(self) -> Spec | None:
+        return None if self._row is None else self._batch.dependency_spec(self._row)
+
+
+class SpecBatch:
+    """Specs answered together (a page, or the dependencies of a page): their dependencies,
+    and those dependencies' specs, are read once for all of them, not spec by spec."""
+
+    def __init__(self, snapshot: Snapshot, rows: list[int]) -> None:
+        self.snapshot = snapshot
+        self.rows = rows
+
+    @cached_property
+    def _dependencies(self) -> dict[int, list[DependencyData] | None]:
+        return dict(zip(self.rows, self.snapshot.dependencies(self.rows), strict=True))
+
+    def dependencies(self, row: int) -> list[DependencyData] | None:
+        return self._dependencies[row]
+
+    @cached_property
+    def _dependency_specs(self) -> dict[int, Spec]:
+        found = self._dependencies.values()
+        rows = sorted({d.row for edges in found for d in edges or () if d.row is not None})
+        return dict(zip(rows, spec_objects(self.snapshot, rows), strict=True))
+
+    def dependency_spec(self, row: int) -> Spec:
+        return self._dependency_specs[row]
+
+
+_INT_LIMIT = 2**31
+
+
+def spec_objects(snapshot: Snapshot, rows: list[int]) -> list[Spec]:
+    """The API's Spec objects for `rows`, read in one go and sharing one batch."""
+    batch = SpecBatch(snapshot, rows)
+    return [
+        _spec_object(record, row, batch)
+        for row, record in zip(rows, snapshot.specs(rows), strict=True)
+    ]
+
+
+def _spec_object(data: SpecRecord, row: int, batch: SpecBatch) -> Spec:
     return Spec(
         hash=data.hash,
         short_hash=data.hash[:SHORT_HASH_LENGTH],
@@ -133,9 +236,13 @@ def spec_object(data: SpecRecord) -> Spec:
         target=data.target,
         variants=[_variant(v) for v in data.variants],
         stacks=list(data.stacks),
-        size=data.size,
+        size=data.size if data.size is None or data.size < _INT_LIMIT else None,
+        size_bytes=None if data.size is None else float(data.size),
         tarball=data.tarball,
+        namespace=data.namespace or None,
         _data=data,
+        _row=row,
+        _batch=batch,
     )
 
 
@@ -296,6 +403,10 @@ class SpecFacets:
     def packages(self, first: int | None = None) -> list[Bucket]:
         return self._buckets("packages", first)
 
+    @strawberry.field(description=FACET_FIRST)
+    def namespaces(self, first: int | None = None) -> list[Bucket]:
+        return self._buckets("namespaces", first)
+
 
 @strawberry.type
 class SpecEdge:
@@ -355,7 +466,7 @@ def spec_connection(
     rows = find_specs(snapshot, criteria, query=query, search=search, scope=scope)
     key = fingerprint(store.build_id, snapshot.tag, "specs", scope, criteria, query, search)
     page = window(key, len(rows), first, after, context.max_first)
-    nodes = [spec_object(d) for d in snapshot.specs(rows[page.start : page.stop])]
+    nodes = spec_objects(snapshot, rows[page.start : page.stop].tolist())
     return SpecConnection(
         total_count=page.total,
         page_info=_page_info(page),

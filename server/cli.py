@@ -14,6 +14,13 @@ from cachegql.server.version import VERSION
 __all__ = ["main"]
 
 QUERY_BATCH = 1000
+INDEX_EXAMPLES = """\
+examples:
+  cachegql index _cache/ --out ./ix                       pages of cache.spack.io
+  cachegql index mirror/ --tag develop --out ./ix         a local mirror (v2 or v3)
+  cachegql index https://binaries.spack.io/develop --tag develop --out ./ix
+  cachegql index cache_spack_io_index.json --out ./ix     a listing: tags and stacks
+"""
 EXAMPLES = """\
 examples:
   cachegql serve                                   serve the embedded demo data on :8000
@@ -51,16 +58,44 @@ def _parser() -> argparse.ArgumentParser:
 
     index = commands.add_parser(
         "index",
-        help="build an index from package pages",
-        description="Read package pages (files, or folders searched recursively; pages are "
-        "recognised by content) and publish a new index at --out atomically: a failed build "
-        "leaves the previous index in place.",
+        help="build an index from package pages and Spack build caches",
+        description="Read the sources and publish a new index at --out atomically: a failed "
+        "build leaves the previous index in place. A source is a local path or an http(s) "
+        "URL, recognised by content: cache.spack.io package pages (files, or folders searched "
+        "recursively), a Spack build-cache index file (index.json, database versions 5 to 9), "
+        "a spec file, a mirror root (layout v3, or v2 with or without an index), or a listing "
+        "of build caches by tag and stack (binaries.spack.io's cache_spack_io_index.json).",
+        epilog=INDEX_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     index.add_argument(
-        "sources", nargs="+", type=Path, metavar="SOURCE", help="page file or folder"
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="page file or folder, index file, spec file, mirror root or listing; path or URL",
     )
     index.add_argument(
         "--out", required=True, type=Path, metavar="DIR", help="index path to publish"
+    )
+    index.add_argument(
+        "--tag",
+        metavar="TAG",
+        help="the tag (snapshot) of a lone build cache (required for index files and mirrors; "
+        "pages and listings name their own)",
+    )
+    index.add_argument(
+        "--stack",
+        metavar="LABEL",
+        default="root",
+        help="the stack label of a lone build cache's binaries (default: root)",
+    )
+    index.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="for URLs: seconds to wait for a connection or for data (default 30); "
+        "transient failures are retried 3 times",
     )
     index.add_argument(
         "--strict", action="store_true", help="fail on the first problem instead of reporting it"
@@ -147,17 +182,34 @@ def _parser() -> argparse.ArgumentParser:
 
 def _index(args: argparse.Namespace) -> int:
     from cachegql.index import BuildError, PublishError, SourceError, StrictModeError, build_index
-    from cachegql.server.progress import ProgressBar
+    from cachegql.server.default_data import cache_folder
+    from cachegql.server.fetch import HttpReader
+    from cachegql.server.progress import ProgressBar, download_bar
 
-    progress = None if args.quiet else ProgressBar("reading pages")
+    progress = None if args.quiet else ProgressBar("reading sources")
+    reader = HttpReader(
+        cache_folder() / "fetch",
+        timeout=args.timeout,
+        progress=None if args.quiet else download_bar,
+    )
     try:
-        report = build_index(args.sources, args.out, strict=args.strict, on_progress=progress)
+        report = build_index(
+            args.sources,
+            args.out,
+            strict=args.strict,
+            tag=args.tag,
+            stack=args.stack,
+            reader=reader,
+            on_progress=progress,
+        )
     except StrictModeError as exc:
         print(f"error (--strict): {exc.problem}; nothing was published", file=sys.stderr)
         return 1
     except (BuildError, PublishError, SourceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        reader.close()
     if not args.quiet:
         for problem in report.problems:
             print(f"problem: {problem}", file=sys.stderr)

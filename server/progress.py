@@ -11,8 +11,9 @@ REFRESH_SECONDS = 0.1
 
 
 class ProgressBar:
-    def __init__(self, label: str, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, label: str, stream: TextIO = sys.stderr, unit: str = "") -> None:
         self.label = label
+        self.unit = unit
         self.stream = stream
         self.enabled = stream.isatty()
         self._shown_at = 0.0
@@ -24,7 +25,12 @@ class ProgressBar:
         self._shown_at = now
         filled = WIDTH * done // max(total, 1)
         bar = "#" * filled + "-" * (WIDTH - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{total}")
+        self.stream.write(f"\r{self.label} [{bar}] {done}/{total}{self.unit}")
         if done >= total:
             self.stream.write("\n")
         self.stream.flush()
+
+
+def download_bar(name: str) -> ProgressBar:
+    """A progress bar for one download, in bytes (shown on a terminal only)."""
+    return ProgressBar(f"downloading {name}", unit="B")

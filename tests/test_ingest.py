@@ -41,7 +41,7 @@ def test_fixture_folder_is_read_recursively(
     result = ingest([PAGES])
     assert _tables(result) == {tag: len(specs) for tag, specs in expected.items()}
     assert result.pages == 6  # hdf5, cudnn, py-torch-scatter, cmake, zlib x2 (legacy py-black: no)
-    assert any(p.endswith("zlib-develop.txt") for p in result.page_paths)
+    assert any(p.endswith("zlib-develop.txt") for p in result.sources)
     assert result.merged_duplicates == 0
 
 

@@ -313,16 +313,13 @@ def test_syntax_errors_say_where_and_what(
 @pytest.mark.parametrize(
     ("query", "needle"),
     [
-        ("hdf5 ^mpich", "dependencies"),
-        ("hdf5 ^zlib@1.3", "dependencies"),
-        ("hdf5 cflags=-O3", "compiler flags"),
-        ("hdf5 namespace=builtin", "namespaces"),
         ("hdf5 target=x86_64:", "archspec"),
-        ("hdf5 %c,cxx=gcc@13", "one compiler per spec"),
+        ("hdf5 %c,cxx=gcc@13", "per-language compilers"),
         ("hdf5 %%gcc", "propagated compiler"),
+        ("hdf5 ^^zlib", "'^name' already matches at any depth"),
     ],
 )
-def test_what_pages_cannot_answer_is_refused(
+def test_what_the_index_cannot_answer_is_refused(
     client: GraphQLClient, query: str, needle: str
 ) -> None:
     error = client.error("query($q: String!) { specs(query: $q) { totalCount } }", q=query)
@@ -330,6 +327,27 @@ def test_what_pages_cannot_answer_is_refused(
     assert needle in error["message"]
     with pytest.raises(UnsupportedSpecError):
         parse_spec_query(query)
+
+
+@pytest.mark.parametrize("query", ["hdf5 ^mpich", "hdf5 ^zlib@1.3 +shared", "^zlib"])
+def test_dependencies_on_a_tag_of_pages_are_refused_naming_the_tag(
+    client: GraphQLClient, query: str
+) -> None:
+    """Pages list no dependencies: `^` is parsed, and the index says why it cannot answer."""
+    assert parse_spec_query(query).dependencies
+    error = client.error(
+        'query($q: String!) { specs(query: $q, tag: "v0.22.0") { totalCount } }', q=query
+    )
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert "in tag 'v0.22.0'" in error["message"] and "no dependencies" in error["message"]
+    assert "^" in error["message"].splitlines()[-1]  # the caret under the dependency
+
+
+@pytest.mark.parametrize("query", ["hdf5 cflags=-O3", 'zlib cflags="-O2 -g"', "namespace=builtin"])
+def test_flags_and_namespaces_match_nothing_on_pages(client: GraphQLClient, query: str) -> None:
+    """Pages record neither: no spec of theirs has flags or a namespace to match."""
+    data = client.data("query($q: String!) { specs(query: $q) { totalCount } }", q=query)
+    assert data["specs"]["totalCount"] == 0
 
 
 def test_every_spec_is_found_by_its_format(

@@ -3,7 +3,9 @@
 A build folder has `manifest.json` (format, build id, sources, tags, problems) and a
 folder per tag: numpy arrays (`<column>.codes.npy`, posting lists as `.items.npy` and
 `.offsets.npy`), `dictionaries.json` (each column's distinct values), the tarball
-names as one blob, and a whoosh index in `text/`.
+names as one blob, and a whoosh index in `text/`. A tag read from build caches also
+has `nodes/` (the same columns for the DAG nodes that are not its binaries) and `dag/`
+(edges, direct dependents and closure postings over node ids).
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ from whoosh.fields import ID, NUMERIC, TEXT, Schema
 
 __all__ = [
     "ATOM",
+    "DAG_FILE",
+    "DAG_FOLDER",
+    "DEPTYPES",
     "DICTIONARIES",
     "FORMAT_VERSION",
     "MANIFEST",
+    "NODES_FOLDER",
     "PACKAGE",
     "TEXT_FOLDER",
     "WORD",
@@ -25,10 +31,15 @@ __all__ = [
 ]
 
 # Bump when the files change, so that older builds are refused with a clear message.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 DICTIONARIES = "dictionaries.json"
 TEXT_FOLDER = "text"
+# A tag with dependency data: its DAG, and the nodes that are not binaries of the tag.
+DAG_FOLDER = "dag"
+DAG_FILE = "dag.json"
+NODES_FOLDER = "nodes"
+DEPTYPES = ("build", "link", "run", "test")
 
 # Kinds of text documents: one per package, one per variant atom.
 PACKAGE = "package"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from cachegql.index.disk.columns import Column, IdArray, Postings, Rows, SetColumn, load_array
-from cachegql.index.disk.layout import DICTIONARIES, TEXT_FOLDER
+from cachegql.index.disk.dag import Dag
+from cachegql.index.disk.layout import DAG_FOLDER, DICTIONARIES, NODES_FOLDER, TEXT_FOLDER
 from cachegql.index.disk.text import TextIndex
 from cachegql.index.fields import SPEC_FIELDS
 from cachegql.index.records import SpecRecord
@@ -25,9 +27,9 @@ from cachegql.index.spack.compilers import Compiler
 from cachegql.index.spack.variants import Variant
 from cachegql.index.spack.versions import VersionKey, VersionRange, version_key
 
-__all__ = ["Dictionary", "PackageData", "Snapshot"]
+__all__ = ["DependencyData", "Dictionary", "PackageData", "Snapshot"]
 
-SET_COLUMNS = ("versions", "stacks", "variants", "atoms")
+SET_COLUMNS = ("versions", "stacks", "variants", "atoms", "flag_atoms")
 _ATTRIBUTE_FIELDS = tuple(f.name for f in SPEC_FIELDS if f.attribute)
 
 
@@ -58,8 +60,24 @@ class Dictionary:
         return rank
 
 
+@dataclass(frozen=True, slots=True)
+class DependencyData:
+    """A direct dependency of a spec; `row` is its spec row when it is a binary of the tag."""
+
+    name: str
+    hash: str
+    version: str | None
+    deptypes: tuple[str, ...]
+    virtuals: tuple[str, ...]
+    row: int | None
+
+
 class Snapshot:
-    """One tag (a snapshot of the build cache): specs sorted by package name, then hash."""
+    """One tag (a snapshot of the build cache): specs sorted by package name, then hash.
+
+    A tag read from build caches also has `nodes` (the DAG nodes that are not its
+    binaries, as a snapshot of their own) and `dag`; a tag read from pages has neither.
+    """
 
     def __init__(self, tag: str, folder: Path) -> None:
         self.tag = tag
@@ -95,9 +113,30 @@ class Snapshot:
         self.compiler_codes: Rows = load_array(folder, "compiler_record.codes")
         self.compilers = [Compiler(*parts) for parts in stored["compiler_record"]]
         self.variants = [Variant(*parts) for parts in stored["variants"]]
-        self.text = TextIndex(folder / TEXT_FOLDER)
+        self.flag_codes: Rows = load_array(folder, "flags_record.codes")
+        self.flags = [
+            tuple((kind, tuple(values)) for kind, values in flags)
+            for flags in stored["flags_record"]
+        ]
+        # The nodes table has no text index: it is filtered, never searched.
+        text = folder / TEXT_FOLDER
+        self._text = TextIndex(text) if text.is_dir() else None
+        nodes = folder / NODES_FOLDER
+        self.nodes = Snapshot(tag, nodes) if nodes.is_dir() else None
+        self.dag = Dag(folder / DAG_FOLDER) if (folder / DAG_FOLDER).is_dir() else None
         self._packages: dict[int, PackageData] = {}
         self.packages_read = 0
+        self.dependency_reads = 0
+
+    @property
+    def text(self) -> TextIndex:
+        if self._text is None:
+            raise LookupError(f"{self.folder} has no text index")
+        return self._text
+
+    def close(self) -> None:
+        if self._text is not None:
+            self._text.close()
 
     # Packages
 
@@ -165,6 +204,63 @@ class Snapshot:
         ]
         return np.array(ids, dtype=np.intp)
 
+    # Dependencies
+
+    @property
+    def has_dependencies(self) -> bool:
+        """Whether the tag's sources record dependencies (build caches do, pages do not)."""
+        return self.dag is not None
+
+    def dependencies(self, rows: list[int]) -> list[list[DependencyData] | None]:
+        """The direct dependencies of each spec row, read together for all of them; None
+        where the source records none (pages)."""
+        if self.dag is None:
+            return [None for _ in rows]
+        self.dependency_reads += 1
+        per_row = self.dag.edges(rows)
+        targets = sorted({edge.target for edges in per_row for edge in edges or ()})
+        known = dict(zip(targets, self._node_identities(targets), strict=True))
+        return [
+            [
+                DependencyData(
+                    name=known[edge.target][0],
+                    hash=known[edge.target][1],
+                    version=known[edge.target][2],
+                    deptypes=edge.deptypes,
+                    virtuals=edge.virtuals,
+                    row=edge.target if edge.target < self.num_specs else None,
+                )
+                for edge in edges
+            ]
+            if edges is not None
+            else None
+            for edges in per_row
+        ]
+
+    def _node_identities(self, nodes: list[int]) -> list[tuple[str, str, str | None]]:
+        """(name, hash, version) of each node id; a node the index lacks has no version."""
+        specs = [n for n in nodes if n < self.num_specs]
+        others = [n - self.num_specs for n in nodes if n >= self.num_specs]
+        found = dict(zip(specs, self._identities(specs), strict=True))
+        if others and self.nodes is not None:
+            extra = self.nodes._identities(others)
+            found.update(zip((n + self.num_specs for n in others), extra, strict=True))
+        return [found[n] for n in nodes]
+
+    def _identities(self, rows: list[int]) -> list[tuple[str, str, str | None]]:
+        if not rows:
+            return []
+        index = np.asarray(rows, dtype=np.int64)
+        hashes = self.hash_sorted[self.hash_rank[index]].tolist()
+        names = self.columns["package"].values
+        versions = self.columns["version"].values
+        name_codes = self.columns["package"].codes[index].tolist()
+        version_codes = self.columns["version"].codes[index].tolist()
+        return [
+            (names[n], h.decode(), versions[v] or None)
+            for n, h, v in zip(name_codes, hashes, version_codes, strict=True)
+        ]
+
     # Specs
 
     def hash_prefix_rows(self, prefix: str) -> tuple[int, int]:
@@ -189,6 +285,7 @@ class Snapshot:
             for name in _ATTRIBUTE_FIELDS
         ]
         compilers = self.compiler_codes[rows].tolist()
+        flags = self.flag_codes[rows].tolist()
         version_sets = self._members("versions", rows)
         variant_sets = self._members("variants", rows)
         stack_sets = self._members("stacks", rows)
@@ -207,6 +304,7 @@ class Snapshot:
                 stacks=tuple(stack_names[s] for s in stack_sets[i]),
                 size=None if sizes[i] < 0 else sizes[i],
                 tarball=self._tarball(starts[i], ends[i]),
+                flags=self.flags[flags[i]],
                 **{name: values[codes[i]] for name, values, codes in attributes},
             )
             for i in range(len(rows))
@@ -257,7 +355,7 @@ class PackageData:
         """The distinct values of a spec field among this package's specs, sorted."""
         column = self._columns[field]
         codes = np.unique(column.codes[self.lo : self.hi])
-        return [column.values[c] for c in codes.tolist()]
+        return [value for c in codes.tolist() if (value := column.values[c])]
 
     @cached_property
     def versions(self) -> list[str]:

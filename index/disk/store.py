@@ -67,4 +67,4 @@ class IndexStore:
 
     def close(self) -> None:
         for snapshot in self.snapshots.values():
-            snapshot.text.close()
+            snapshot.close()

@@ -14,11 +14,13 @@ import numpy.typing as npt
 from whoosh import index as whoosh_index
 
 from cachegql.index.disk.columns import Codes, Column, Offsets, Postings, Rows, SetColumn, expand
+from cachegql.index.disk.dagwrite import write_dag
 from cachegql.index.disk.layout import (
     ATOM,
     DICTIONARIES,
     FORMAT_VERSION,
     MANIFEST,
+    NODES_FOLDER,
     PACKAGE,
     TEXT_FOLDER,
     text_schema,
@@ -46,22 +48,35 @@ def write_index(ingested: Ingested, folder: Path, build_id: str, sources: list[s
     for number, tag in enumerate(sorted(ingested.tables)):
         tag_folder = folder / "tags" / str(number)
         tag_folder.mkdir(parents=True)
-        packages, specs = write_tag(ingested.tables[tag], tag_folder)
-        summaries.append(TagSummary(tag, f"tags/{number}", packages, specs))
+        written = write_tag(ingested.tables[tag], tag_folder)
+        graph = ingested.graphs.get(tag)
+        if graph is not None and graph.extras is not None:
+            (tag_folder / NODES_FOLDER).mkdir()
+            nodes = write_tag(graph.extras, tag_folder / NODES_FOLDER, text=False)
+            write_dag(tag_folder, graph.edges, written.hashes, nodes.hashes)
+        summaries.append(TagSummary(tag, f"tags/{number}", written.packages, len(written.hashes)))
     manifest = {
         "format": FORMAT_VERSION,
         "build_id": build_id,
         "sources": sources,
         "tags": [asdict(s) for s in summaries],
         "pages": ingested.pages,
+        "caches": ingested.caches,
         "specs": ingested.specs,
         "problems": [str(p) for p in ingested.problems],
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
-def write_tag(table: TagTable, folder: Path) -> tuple[int, int]:
-    """Write one tag's columns and text index; return its numbers of packages and specs."""
+@dataclass(frozen=True)
+class WrittenTag:
+    packages: int
+    hashes: list[str]
+    """The hash of each row, in row order."""
+
+
+def write_tag(table: TagTable, folder: Path, *, text: bool = True) -> WrittenTag:
+    """Write one tag's columns (and its text index, unless `text` is false)."""
     dictionaries: dict[str, Any] = {}
     field_codes: dict[str, Codes] = {}
     for field in SPEC_FIELDS:
@@ -99,6 +114,18 @@ def write_tag(table: TagTable, folder: Path) -> tuple[int, int]:
     np.save(folder / "compiler_record.codes.npy", parts["compiler"])
     dictionaries["compiler_record"] = [[c.name, c.version, c.raw] for c in compilers]
 
+    flag_sets: list[tuple[tuple[str, tuple[str, ...]], ...]] = table.parts["flags"].values
+    np.save(folder / "flags_record.codes.npy", parts["flags"])
+    dictionaries["flags_record"] = [[[kind, list(values)] for kind, values in f] for f in flag_sets]
+    # `cflags=-O2` once per flag: what a flag constraint in a query is matched against.
+    flag_atom_sets = [tuple(sorted({f"{k}={v}" for k, vs in f for v in vs})) for f in flag_sets]
+    flag_atom_names = sorted({a for atoms in flag_atom_sets for a in atoms})
+    save_set_column(
+        folder,
+        _set_column("flag_atoms", flag_atom_names, flag_atom_sets, parts["flags"], sort=True),
+    )
+    dictionaries["flag_atoms"] = flag_atom_names
+
     stack_sets: list[tuple[str, ...]] = table.parts["stacks"].values
     stack_names = sorted({s for ss in stack_sets for s in ss})
     stacks = _set_column("stacks", stack_names, stack_sets, parts["stacks"], sort=True)
@@ -129,10 +156,11 @@ def write_tag(table: TagTable, folder: Path) -> tuple[int, int]:
     dictionaries["stack_summaries"] = _stack_summaries(stacks, field_codes, dictionaries)
     (folder / DICTIONARIES).write_text(json.dumps(dictionaries), encoding="utf-8")
 
-    documents = [(PACKAGE, i, name) for i, name in enumerate(dictionaries["package"])]
-    documents.extend((ATOM, i, _atom_words(atom)) for i, atom in enumerate(atom_names))
-    write_text_index(folder / TEXT_FOLDER, ((k, r, t) for k, r, t in documents if t))
-    return num_packages, num_rows
+    if text:
+        documents = [(PACKAGE, i, name) for i, name in enumerate(dictionaries["package"])]
+        documents.extend((ATOM, i, _atom_words(atom)) for i, atom in enumerate(atom_names))
+        write_text_index(folder / TEXT_FOLDER, ((k, r, t) for k, r, t in documents if t))
+    return WrittenTag(num_packages, [h.decode() for h in hashes.tolist()])
 
 
 def _codes(codes: array[int]) -> Codes:
@@ -258,7 +286,8 @@ def _buckets(codes: npt.NDArray[np.int32], names: list[str]) -> list[tuple[str, 
     """(value, count) pairs, count descending then value ascending."""
     counts = np.bincount(codes, minlength=len(names))
     present = np.flatnonzero(counts)
-    return sorted(((names[i], int(counts[i])) for i in present), key=lambda b: (-b[1], b[0]))
+    pairs = ((names[i], int(counts[i])) for i in present if names[i])  # "": not recorded
+    return sorted(pairs, key=lambda b: (-b[1], b[0]))
 
 
 def _atom_words(atom: str) -> str:

@@ -1,22 +1,39 @@
 """Reading sources into records: finding files, parsing pages, collecting per-tag tables."""
 
-from cachegql.index.ingest.ingest import Ingested, StrictModeError, ingest, ingest_candidates
+from cachegql.index.ingest.ingest import (
+    DEFAULT_STACK,
+    Ingested,
+    StrictModeError,
+    TagGraph,
+    ingest,
+    ingest_plan,
+    plan_sources,
+)
+from cachegql.index.ingest.locations import Location, NotFoundError, Opener, Reader, ReadError
 from cachegql.index.ingest.pages import NotAPageError, Page, PageError, parse_page, read_page
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
 from cachegql.index.ingest.tables import TagTable
 
 __all__ = [
+    "DEFAULT_STACK",
     "Candidate",
     "Ingested",
+    "Location",
     "NotAPageError",
+    "NotFoundError",
+    "Opener",
     "Page",
     "PageError",
+    "ReadError",
+    "Reader",
     "SourceError",
     "StrictModeError",
+    "TagGraph",
     "TagTable",
     "ingest",
-    "ingest_candidates",
+    "ingest_plan",
     "iter_candidates",
     "parse_page",
+    "plan_sources",
     "read_page",
 ]

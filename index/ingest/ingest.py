@@ -1,21 +1,60 @@
-"""Load pages into per-tag tables, merging specs by hash and collecting problems.
+"""Read sources into per-tag tables, merging specs by hash and collecting problems.
 
-Every problem names its file and says what is wrong; the rest still loads.
-With `strict=True` the first problem stops the ingest instead.
+Sources are recognised by content: cache.spack.io pages (files, or folders walked for
+them), Spack build caches (index files, spec files, mirror roots of layouts v2 and v3)
+and listings of build caches by tag and stack; local paths and http(s) URLs alike.
+Every problem names its source and says what is wrong; the rest still loads. With
+`strict=True` the first problem stops the ingest instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
-from cachegql.index.ingest.pages import NotAPageError, Page, PageError, read_page
-from cachegql.index.ingest.sources import Candidate, iter_candidates
+import orjson
+
+from cachegql.index.ingest.buildcache import (
+    CacheData,
+    ListingEntry,
+    cache_data,
+    is_listing,
+    read_cache,
+    read_index_file,
+    read_listing,
+    read_mirror,
+)
+from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
+from cachegql.index.ingest.pages import NotAPageError, Page, PageError, parse_page, read_page
+from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
+from cachegql.index.ingest.spackdb import (
+    Database,
+    Edge,
+    SourceFormatError,
+    read_database,
+    read_spec_file,
+)
 from cachegql.index.ingest.tables import TagTable
 from cachegql.index.records import Problem, SpecRecord
+from cachegql.index.spack.compilers import Compiler
 
-__all__ = ["Ingested", "StrictModeError", "ingest", "ingest_candidates"]
+__all__ = [
+    "DEFAULT_STACK",
+    "CacheRequest",
+    "Ingested",
+    "Plan",
+    "StrictModeError",
+    "TagGraph",
+    "ingest",
+    "plan_sources",
+]
+
+# The stack of a lone build cache, as cache.spack.io labels its top-level mirror.
+DEFAULT_STACK = "root"
+_SPEC_FILE = (".spec.json", ".spec.json.sig", ".spec.yaml")
+_UNKNOWN_COMPILER = Compiler(name="", version=None, raw="")
 
 
 class StrictModeError(Exception):
@@ -27,12 +66,80 @@ class StrictModeError(Exception):
 
 
 @dataclass
+class TagGraph:
+    """The DAG of one tag from its build caches: every node, the binaries' stacks, sizes.
+
+    `finish` turns it into the nodes that are not binaries of the tag (`extras`: nodes
+    outside the cache, and dependencies the index lacks, known only by name and hash)
+    and the direct edges of every node.
+    """
+
+    tag: str
+    database: Database = field(default_factory=lambda: Database(source="", version=None))
+    stacks: dict[str, set[str]] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    extras: TagTable | None = None
+    edges: dict[str, tuple[Edge, ...]] = field(default_factory=dict)
+
+    def add(self, data: CacheData) -> None:
+        self.database.merge(data.database)
+        for label, hashes in data.stacks.items():
+            for digest in hashes:
+                self.stacks.setdefault(digest, set()).add(label)
+        self.sizes.update(data.sizes)
+
+    def binaries(self) -> Iterable[SpecRecord]:
+        database = self.database
+        for digest in sorted(self.stacks):
+            node = database.nodes[digest]
+            stacks = tuple(sorted(self.stacks[digest]))
+            size = self.sizes.get(digest)
+            yield node.record(self.tag, database.compiler_of(node), stacks, size)
+
+    def finish(self) -> list[Edge]:
+        """Fill `extras` and `edges`; return the edges to hashes no source knows."""
+        database = self.database
+        self.extras = TagTable(self.tag)
+        dangling: dict[str, Edge] = {}
+        for digest, node in sorted(database.nodes.items()):
+            self.edges[digest] = node.edges
+            for edge in node.edges:
+                if edge.hash not in database.nodes:
+                    dangling.setdefault(edge.hash, edge)
+            if digest not in self.stacks:
+                self.extras.add(node.record(self.tag, database.compiler_of(node), (), None), -1)
+        for _, edge in sorted(dangling.items()):
+            self.extras.add(_unknown_node(self.tag, edge), -1)
+        return list(dangling.values())
+
+
+def _unknown_node(tag: str, edge: Edge) -> SpecRecord:
+    """A node no source records: only its name and hash are known."""
+    return SpecRecord(
+        hash=edge.hash,
+        package=edge.name,
+        tag=tag,
+        versions=("",),
+        compiler=_UNKNOWN_COMPILER,
+        os="",
+        platform="",
+        target="",
+        variants=(),
+        stacks=(),
+        size=None,
+        tarball=None,
+    )
+
+
+@dataclass
 class Ingested:
-    """What an ingest produced: one table per tag, and everything worth telling."""
+    """What an ingest produced: one table per tag, DAGs where known, everything to tell."""
 
     tables: dict[str, TagTable] = field(default_factory=dict)
+    graphs: dict[str, TagGraph] = field(default_factory=dict)
     pages: int = 0
-    page_paths: list[str] = field(default_factory=list)
+    caches: int = 0
+    sources: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
     merged_duplicates: int = 0
@@ -42,18 +149,177 @@ class Ingested:
         return sum(len(t) for t in self.tables.values())
 
 
-def ingest(sources: Iterable[Path], *, strict: bool = False) -> Ingested:
-    """Read every page found in `sources` (files and folders) into per-tag tables."""
-    return ingest_candidates(iter_candidates(sources), strict=strict)
+@dataclass(frozen=True, slots=True)
+class CacheRequest:
+    """A build cache to read for one tag and stack label."""
+
+    tag: str
+    label: str
+    location: Location
+    kind: Literal["index", "mirror", "spec-file", "cache"]
+    data: bytes | None = None  # already read while recognising the source
 
 
-def ingest_candidates(
-    candidates: Iterable[Candidate],
+@dataclass
+class Plan:
+    """The sources, recognised: page files to try and build caches to read."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    caches: list[CacheRequest] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def plan_sources(
+    sources: Sequence[str | Path],
+    *,
+    opener: Opener,
+    tag: str | None = None,
+    stack: str = DEFAULT_STACK,
+) -> Plan:
+    """Recognise each source by its content; raise SourceError for one that cannot be used."""
+    plan = Plan()
+    for source in sources:
+        location = Location.of(source)
+        if location.is_url:
+            _plan_url(location, plan, opener, tag, stack)
+        elif location.path.is_dir():
+            if _is_mirror_folder(location.path):
+                plan.caches.append(_lone(location, "mirror", tag, stack))
+            else:
+                plan.candidates.extend(iter_candidates([location.path]))
+        elif location.path.is_file():
+            _plan_file(location, plan, tag, stack)
+        else:
+            raise SourceError(f"{location}: no such file or folder")
+    return plan
+
+
+def _lone(
+    location: Location,
+    kind: Literal["index", "mirror", "spec-file", "cache"],
+    tag: str | None,
+    stack: str,
+    data: bytes | None = None,
+) -> CacheRequest:
+    if tag is None:
+        what = {"index": "index file", "mirror": "mirror", "spec-file": "spec file"}.get(kind, "")
+        raise SourceError(
+            f"{location} is a Spack build cache ({what}), which does not say which tag (snapshot) "
+            "its specs belong to: give it with --tag TAG (e.g. --tag develop), and its stack "
+            f"with --stack LABEL (default {DEFAULT_STACK})"
+        )
+    return CacheRequest(tag, stack, location, kind, data)
+
+
+def _is_mirror_folder(folder: Path) -> bool:
+    """A mirror root of layout v3 or v2, or a v2 `build_cache` folder itself."""
+    return (
+        (folder / "v3" / "manifests" / "index").is_dir()
+        or (folder / "build_cache").is_dir()
+        or (folder / "index.json").is_file()
+        or any(p.name.endswith(_SPEC_FILE) for p in folder.iterdir() if p.is_file())
+    )
+
+
+def _plan_file(location: Location, plan: Plan, tag: str | None, stack: str) -> None:
+    path = location.path
+    if path.name.endswith(_SPEC_FILE):
+        plan.caches.append(_lone(location, "spec-file", tag, stack))
+        return
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(64).lstrip()
+    except OSError as exc:
+        raise SourceError(f"{location}: cannot read ({exc.strerror or exc})") from None
+    if head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
+        plan.caches.append(_lone(location, "spec-file", tag, stack))
+    elif head.startswith((b"{", b"[")):
+        _plan_json(location, _read_local(location), plan, tag, stack)
+    else:
+        plan.candidates.append(Candidate(path, expected=True))
+
+
+def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, stack: str) -> None:
+    try:
+        data = opener.read(location)
+    except NotFoundError:
+        plan.caches.append(_lone(location, "mirror", tag, stack))  # a root: v3, then v2
+        return
+    except ReadError as exc:
+        plan.problems.append(Problem(str(location), str(exc)))
+        return
+    head = data[:64].lstrip()
+    if head.startswith((b"{", b"[")):
+        _plan_json(location, data, plan, tag, stack)
+    elif head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
+        plan.caches.append(_lone(location, "spec-file", tag, stack, data))
+    elif head.startswith(b"---"):
+        plan.candidates.append(Candidate(Path(location.text), expected=True, data=data))
+    else:  # an HTML folder listing, or anything else: try it as a mirror root
+        plan.caches.append(_lone(location, "mirror", tag, stack))
+
+
+def _plan_json(location: Location, data: bytes, plan: Plan, tag: str | None, stack: str) -> None:
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        plan.problems.append(Problem(str(location), f"not valid JSON ({exc})"))
+        return
+    if isinstance(document, dict) and "database" in document:
+        plan.caches.append(_lone(location, "index", tag, stack, data))
+    elif isinstance(document, dict) and "spec" in document:
+        plan.caches.append(_lone(location, "spec-file", tag, stack, data))
+    elif is_listing(document):
+        try:
+            entries, problems = read_listing(data, location)
+        except SourceFormatError as exc:
+            plan.problems.append(Problem(str(location), str(exc)))
+            return
+        plan.problems.extend(problems)
+        plan.caches.extend(_entry(entry) for entry in entries)
+    else:
+        plan.problems.append(
+            Problem(
+                str(location),
+                "JSON that is neither a Spack build-cache index ('database'), a spec file "
+                "('spec') nor a cache listing ({tag: [{label, url}]}); skipped",
+            )
+        )
+
+
+def _entry(entry: ListingEntry) -> CacheRequest:
+    return CacheRequest(entry.tag, entry.label, entry.location, "cache")
+
+
+def _read_local(location: Location) -> bytes:
+    try:
+        return location.path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"{location}: cannot read ({exc.strerror or exc})") from None
+
+
+def ingest(
+    sources: Sequence[str | Path],
     *,
     strict: bool = False,
-    on_file: Callable[[Path], None] | None = None,
+    tag: str | None = None,
+    stack: str = DEFAULT_STACK,
+    opener: Opener | None = None,
+    on_source: Callable[[str], None] | None = None,
 ) -> Ingested:
-    """Read the given candidate files into per-tag tables."""
+    """Read every source into per-tag tables (see `plan_sources` for what a source is)."""
+    opener = opener or Opener()
+    plan = plan_sources(sources, opener=opener, tag=tag, stack=stack)
+    return ingest_plan(plan, opener=opener, strict=strict, on_source=on_source)
+
+
+def ingest_plan(
+    plan: Plan,
+    *,
+    opener: Opener,
+    strict: bool = False,
+    on_source: Callable[[str], None] | None = None,
+) -> Ingested:
     result = Ingested()
 
     def report(problem: Problem) -> None:
@@ -61,19 +327,86 @@ def ingest_candidates(
             raise StrictModeError(problem)
         result.problems.append(problem)
 
-    for candidate in candidates:
-        if on_file is not None:
-            on_file(candidate.path)
+    for problem in plan.problems:
+        report(problem)
+    for candidate in plan.candidates:
+        if on_source is not None:
+            on_source(str(candidate.path))
         page = _read(candidate, result, report)
         if page is not None:
             _add_page(page, result, report)
+    for request in plan.caches:
+        if on_source is not None:
+            on_source(str(request.location))
+        data = _read_cache(request, opener, report)
+        if data is None:
+            continue
+        result.caches += 1
+        result.sources.append(data.source)
+        for problem in (*data.problems, *data.database.problems):
+            report(problem)
+        graph = result.graphs.get(request.tag)
+        if graph is None:
+            graph = result.graphs[request.tag] = TagGraph(request.tag)
+        graph.add(data)
+    for graph in result.graphs.values():
+        _add_graph(graph, result, report)
     return result
+
+
+def _read_cache(
+    request: CacheRequest, opener: Opener, report: Callable[[Problem], None]
+) -> CacheData | None:
+    location = request.location
+    try:
+        if request.kind == "spec-file":
+            data = request.data if request.data is not None else opener.read(location)
+            return cache_data(read_spec_file(data, str(location)), request.label)
+        if request.kind == "index":
+            if request.data is not None:
+                return cache_data(read_database(request.data, str(location)), request.label)
+            return read_index_file(location, opener, request.label)
+        if request.kind == "mirror":
+            return read_mirror(location, opener, request.label)
+        return read_cache(location, opener, request.label)
+    except (ReadError, SourceFormatError) as exc:
+        where = f" (stack {request.label} of tag {request.tag})" if request.kind == "cache" else ""
+        report(Problem(str(location), f"skipped{where}: {_without(str(location), str(exc))}"))
+        return None
+
+
+def _without(location: str, message: str) -> str:
+    return message.removeprefix(f"{location}: ")
+
+
+def _add_graph(graph: TagGraph, result: Ingested, report: Callable[[Problem], None]) -> None:
+    table = result.tables.get(graph.tag)
+    if table is None:
+        table = result.tables[graph.tag] = TagTable(graph.tag)
+    source_id = len(result.sources)
+    result.sources.append(f"the build caches of tag {graph.tag}")
+    for record in graph.binaries():
+        _add_spec(table, record, source_id, result, report)
+    dangling = graph.finish()
+    if dangling:
+        examples = ", ".join(f"{e.name}/{e.hash[:7]}" for e in dangling[:5])
+        report(
+            Problem(
+                f"tag {graph.tag}",
+                f"{len(dangling)} dependencies are not in any index of the tag ({examples}"
+                f"{', ...' if len(dangling) > 5 else ''}); their edges are kept, without a spec",
+            )
+        )
 
 
 def _read(candidate: Candidate, result: Ingested, report: Callable[[Problem], None]) -> Page | None:
     path = str(candidate.path)
     try:
+        if candidate.data is not None:
+            return parse_page(candidate.data.decode("utf-8"), path)
         return read_page(candidate.path)
+    except UnicodeDecodeError as exc:
+        report(Problem(path, f"not UTF-8 (invalid byte at offset {exc.start})"))
     except NotAPageError as exc:
         if candidate.expected:
             report(Problem(path, f"not a cache page: {exc}"))
@@ -98,30 +431,40 @@ def _looks_like_page(path: Path) -> bool:
 
 
 def _add_page(page: Page, result: Ingested, report: Callable[[Problem], None]) -> None:
-    page_id = result.pages
+    source_id = len(result.sources)
     result.pages += 1
-    result.page_paths.append(page.path)
+    result.sources.append(page.path)
     for problem in page.problems:
         report(problem)
     table = result.tables.get(page.tag)
     if table is None:
         table = result.tables[page.tag] = TagTable(page.tag)
     for spec in page.specs:
-        earlier = table.add(spec, page_id)
-        if earlier is None:
-            continue
-        kept = table.record(earlier)
-        if kept == spec:
-            result.merged_duplicates += 1
-            continue
-        first_path = result.page_paths[table.source_page[earlier]]
-        differing = [
-            name for name in SpecRecord.__slots__ if getattr(kept, name) != getattr(spec, name)
-        ]
-        report(
-            Problem(
-                page.path,
-                f"hash {spec.hash} in tag {page.tag} was already read from {first_path} "
-                f"with different {', '.join(differing)}; kept the first",
-            )
+        _add_spec(table, spec, source_id, result, report)
+
+
+def _add_spec(
+    table: TagTable,
+    spec: SpecRecord,
+    source_id: int,
+    result: Ingested,
+    report: Callable[[Problem], None],
+) -> None:
+    earlier = table.add(spec, source_id)
+    if earlier is None:
+        return
+    kept = table.record(earlier)
+    if kept == spec:
+        result.merged_duplicates += 1
+        return
+    first = result.sources[table.source_page[earlier]]
+    differing = [
+        name for name in SpecRecord.__slots__ if getattr(kept, name) != getattr(spec, name)
+    ]
+    report(
+        Problem(
+            result.sources[source_id],
+            f"hash {spec.hash} in tag {table.tag} was already read from {first} "
+            f"with different {', '.join(differing)}; kept the first",
         )
+    )

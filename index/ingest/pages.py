@@ -26,7 +26,9 @@ __all__ = ["NotAPageError", "Page", "PageError", "parse_page", "read_page"]
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(?:\s(.*)|)$")
 # A page's spec objects carry every text attribute of a record under its own name,
 # except the package, which is the page's title.
-_TEXT_KEYS = tuple(f.name for f in SPEC_FIELDS if f.attribute and f.name != "package")
+_TEXT_KEYS = tuple(
+    f.name for f in SPEC_FIELDS if f.attribute and f.required and f.name != "package"
+)
 
 
 class NotAPageError(Exception):
@@ -161,7 +163,7 @@ def _spec(item: object, package: str, tag: str) -> SpecRecord:
     if not is_hash(digest):
         raise ValueError(f"hash {digest!r} is not 32 lowercase base32 characters")
     where = f"hash {digest}: "
-    texts = {key: _text(item, key, where) for key in ("compiler", *_TEXT_KEYS)}
+    texts: dict[str, Any] = {key: _text(item, key, where) for key in ("compiler", *_TEXT_KEYS)}
     versions = _string_list(item, "versions", where)
     if not versions:
         raise ValueError(where + "'versions' must not be empty")

@@ -21,10 +21,14 @@ class SourceError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A file that may be a page; `expected` when it must be one (named, or specs.md)."""
+    """A file that may be a page; `expected` when it must be one (named, or specs.md).
+
+    `data` is its content when it was already read (a page fetched from a URL).
+    """
 
     path: Path
     expected: bool
+    data: bytes | None = None
 
 
 def iter_candidates(sources: Iterable[Path]) -> Iterator[Candidate]:

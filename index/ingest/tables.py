@@ -15,7 +15,7 @@ __all__ = ["RECORD_PARTS", "EncodedColumn", "TagTable"]
 
 V = TypeVar("V")
 # The parts of a record that no spec field holds whole, kept as they are.
-RECORD_PARTS = ("versions", "compiler", "variants", "stacks")
+RECORD_PARTS = ("versions", "compiler", "variants", "stacks", "flags")
 _ATTRIBUTE_FIELDS = tuple(f.name for f in SPEC_FIELDS if f.attribute)
 
 

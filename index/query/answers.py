@@ -17,7 +17,6 @@ from cachegql.index.query.criteria import PackageCriteria, SpecCriteria
 from cachegql.index.query.filtering import package_node, query_node, spec_node
 from cachegql.index.query.plan import Node, Nothing, RangeLeaf, RowsLeaf, conjunction
 from cachegql.index.query.search import Ranked, search_packages, search_specs
-from cachegql.index.records import SpecRecord
 from cachegql.index.spack.hashes import normalize_prefix
 from cachegql.index.spack.specsyntax import parse_spec_query
 
@@ -29,8 +28,8 @@ __all__ = [
     "Scope",
     "StackSummary",
     "find_packages",
+    "find_spec",
     "find_specs",
-    "spec_by_hash",
     "stack",
     "stacks",
 ]
@@ -53,9 +52,10 @@ class AmbiguousHashError(CriteriaError):
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """Where in a tag a query looks: the specs (or packages) of one package or one stack."""
+    """Where in a tag a query looks: the specs (or packages) of one package or one stack,
+    or the specs with a direct dependency on one spec (`name` is then its hash)."""
 
-    kind: Literal["package", "stack"]
+    kind: Literal["package", "stack", "dependents"]
     name: str
 
     @classmethod
@@ -66,7 +66,16 @@ class Scope:
     def stack(cls, name: str) -> Scope:
         return cls("stack", name)
 
+    @classmethod
+    def dependents(cls, digest: str) -> Scope:
+        return cls("dependents", digest)
+
     def spec_node(self, snapshot: Snapshot) -> Node:
+        if self.kind == "dependents":
+            lo, hi = snapshot.hash_prefix_rows(self.name)
+            if snapshot.dag is None or hi - lo != 1:
+                return Nothing()
+            return RowsLeaf(snapshot.dag.dependents(int(snapshot.hash_rows[lo])))
         if self.kind == "package":
             package_id = snapshot.package_id(self.name)
             return (
@@ -78,6 +87,8 @@ class Scope:
         )
 
     def package_node(self, snapshot: Snapshot) -> Node:
+        if self.kind == "dependents":
+            raise ValueError("packages are not scoped by a spec's dependents")
         if self.kind == "package":
             package_id = snapshot.package_id(self.name)
             return Nothing() if package_id is None else RangeLeaf(package_id, package_id + 1)
@@ -87,8 +98,9 @@ class Scope:
         )
 
 
-def spec_by_hash(snapshot: Snapshot, text: str) -> SpecRecord | None:
-    """The one spec whose hash starts with `text`; None if none; AmbiguousHashError if several."""
+def find_spec(snapshot: Snapshot, text: str) -> int | None:
+    """The row of the one spec whose hash starts with `text` (a full hash or a prefix,
+    `/` allowed); None if none; AmbiguousHashError if several."""
     prefix = normalize_prefix(text)
     lo, hi = snapshot.hash_prefix_rows(prefix)
     if hi - lo > 1:
@@ -96,7 +108,7 @@ def spec_by_hash(snapshot: Snapshot, text: str) -> SpecRecord | None:
         raise AmbiguousHashError(prefix, [snapshot.hash_of(int(r)) for r in rows], hi - lo)
     if hi == lo:
         return None
-    return snapshot.specs([int(snapshot.hash_rows[lo])])[0]
+    return int(snapshot.hash_rows[lo])
 
 
 def find_specs(
@@ -186,6 +198,9 @@ class Facets:
             single = snapshot.columns[field]
             counts = self._counts(single.codes, len(single.values), single.postings.sizes())
             dictionary = snapshot.dictionaries[field]
+        unknown = dictionary.ids.get("")  # the source does not say: not a value to count
+        if unknown is not None:
+            counts[unknown] = 0
         present = np.flatnonzero(counts)
         order = np.lexsort((dictionary.alphabetical_rank[present], -counts[present]))
         chosen = present[order if first is None else order[: max(first, 0)]]

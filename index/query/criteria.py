@@ -53,6 +53,8 @@ class SpecCriteria:
     fields: tuple[tuple[str, StringMatch], ...] = ()
     stack: StringMatch | None = None
     variants: tuple[Variant, ...] = ()
+    depends_on: SpecCriteria | None = None
+    """Some node of the spec's DAG (any depth, any deptype) satisfies these."""
     all_of: tuple[SpecCriteria, ...] = ()
     any_of: tuple[SpecCriteria, ...] | None = None
     not_: SpecCriteria | None = None

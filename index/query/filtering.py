@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+
 import numpy as np
 import numpy.typing as npt
 
 from cachegql.index.disk.columns import IdArray, Mask, Rows
 from cachegql.index.disk.snapshot import Dictionary, Snapshot
+from cachegql.index.errors import CriteriaError
 from cachegql.index.query.criteria import PackageCriteria, SpecCriteria, StringMatch
 from cachegql.index.query.plan import (
     Everything,
@@ -15,19 +18,31 @@ from cachegql.index.query.plan import (
     Not,
     Nothing,
     Or,
+    RowsLeaf,
     SetLeaf,
     ValuesLeaf,
     conjunction,
     contains,
     within,
 )
-from cachegql.index.spack.specsyntax import SpecQuery
+from cachegql.index.spack.specsyntax import SpecQuery, UnsupportedSpecError
 
-__all__ = ["package_node", "packages_of", "query_node", "ranges", "select", "spec_node"]
+__all__ = [
+    "depending_on",
+    "package_node",
+    "packages_of",
+    "query_node",
+    "ranges",
+    "select",
+    "spec_node",
+]
 
 
 def select(dictionary: Dictionary, match: StringMatch) -> IdArray:
-    """Ids of the values that satisfy every operator of `match`, ascending."""
+    """Ids of the values that satisfy every operator of `match`, ascending.
+
+    An empty value means the source does not say: no operator matches it.
+    """
     values = dictionary.values
     if match.eq is not None:
         candidates = [dictionary.ids[match.eq]] if match.eq in dictionary.ids else []
@@ -37,14 +52,21 @@ def select(dictionary: Dictionary, match: StringMatch) -> IdArray:
         candidates = dictionary.with_prefix(match.prefix)
     else:
         candidates = list(range(len(values)))
-    selected = [i for i in candidates if match.matches(values[i])]
+    selected = [i for i in candidates if values[i] and match.matches(values[i])]
     return np.array(selected, dtype=np.intp)
 
 
-def spec_node(snapshot: Snapshot, criteria: SpecCriteria | None) -> Node:
-    """A plan node for the spec rows of `snapshot` that satisfy `criteria`."""
+def spec_node(
+    snapshot: Snapshot, criteria: SpecCriteria | None, tag: Snapshot | None = None
+) -> Node:
+    """A plan node for the spec rows of `snapshot` that satisfy `criteria`.
+
+    `snapshot` is a tag, or the table of its other DAG nodes (`tag.nodes`): a nested
+    `depends_on` is answered over the whole DAG of `tag`.
+    """
     if criteria is None:
         return Everything()
+    tag = tag or snapshot
     parts: list[Node] = []
     if criteria.hash_prefix is not None:
         lo, hi = snapshot.hash_prefix_rows(criteria.hash_prefix)
@@ -55,27 +77,62 @@ def spec_node(snapshot: Snapshot, criteria: SpecCriteria | None) -> Node:
     if criteria.stack is not None:
         ids = select(snapshot.dictionaries["stacks"], criteria.stack)
         parts.append(SetLeaf(snapshot.sets["stacks"], ids) if len(ids) else Nothing())
-    atom_ids = snapshot.dictionaries["atoms"].ids
-    for variant in criteria.variants:
-        for atom in variant.atoms:
-            atom_id = atom_ids.get(atom)
-            if atom_id is None:
-                parts.append(Nothing())
-            else:
-                parts.append(SetLeaf(snapshot.sets["atoms"], np.array([atom_id], dtype=np.intp)))
-    parts.extend(spec_node(snapshot, sub) for sub in criteria.all_of)
+    parts.extend(_atoms(snapshot, "atoms", (a for v in criteria.variants for a in v.atoms)))
+    if criteria.depends_on is not None:
+        inner = criteria.depends_on
+        parts.append(
+            depending_on(snapshot, tag, lambda table: spec_node(table, inner, tag), "dependsOn")
+        )
+    parts.extend(spec_node(snapshot, sub, tag) for sub in criteria.all_of)
     if criteria.any_of is not None:
-        parts.append(_disjunction([spec_node(snapshot, sub) for sub in criteria.any_of]))
+        parts.append(_disjunction([spec_node(snapshot, sub, tag) for sub in criteria.any_of]))
     if criteria.not_ is not None:
-        parts.append(Not(spec_node(snapshot, criteria.not_)))
+        parts.append(Not(spec_node(snapshot, criteria.not_, tag)))
     return conjunction(parts)
 
 
-def query_node(snapshot: Snapshot, query: SpecQuery) -> Node:
+def _atoms(snapshot: Snapshot, column: str, atoms: Iterable[str]) -> Iterator[Node]:
+    """One leaf per required atom of a set column (variant atoms, flag atoms)."""
+    ids = snapshot.dictionaries[column].ids
+    for atom in atoms:
+        atom_id = ids.get(atom)
+        if atom_id is None:
+            yield Nothing()
+        else:
+            yield SetLeaf(snapshot.sets[column], np.array([atom_id], dtype=np.intp))
+
+
+def depending_on(
+    snapshot: Snapshot, tag: Snapshot, build: Callable[[Snapshot], Node], what: str
+) -> Node:
+    """The rows of `snapshot` whose DAG has a node (at any depth) matching `build`'s node.
+
+    Nodes are matched in both of the tag's tables: its binaries, and its other nodes
+    (outside the cache, matched by what the index records of them).
+    """
+    dag = tag.dag
+    if dag is None:
+        raise CriteriaError(
+            f"{what} cannot be answered in tag {tag.tag!r}: its sources (cache pages) record "
+            "no dependencies; index a Spack build cache to ask about them"
+        )
+    matched = [build(tag).rows(0, tag.num_specs)]
+    if tag.nodes is not None:
+        matched.append(build(tag.nodes).rows(0, tag.nodes.num_specs) + tag.num_specs)
+    ids = dag.depending_on(np.concatenate(matched).astype(np.intp))
+    offset = 0 if snapshot is tag else tag.num_specs
+    lo, hi = np.searchsorted(ids, (offset, offset + snapshot.num_specs))
+    rows: Rows = (ids[lo:hi] - offset).astype(np.int32)
+    return RowsLeaf(rows)
+
+
+def query_node(snapshot: Snapshot, query: SpecQuery, tag: Snapshot | None = None) -> Node:
     """A plan node for the spec rows matching a parsed Spack spec query."""
+    tag = tag or snapshot
     exact = {
         "package": query.name,
         "compiler_name": query.compiler.name if query.compiler else None,
+        "namespace": query.namespace,
         "os": query.os,
         "platform": query.platform,
         "target": query.target,
@@ -85,14 +142,29 @@ def query_node(snapshot: Snapshot, query: SpecQuery) -> Node:
         fields=tuple((f, StringMatch(eq=v)) for f, v in exact.items() if v is not None),
         variants=query.variants,
     )
-    parts = [spec_node(snapshot, simple)]
+    parts = [spec_node(snapshot, simple, tag)]
+    parts.extend(_atoms(snapshot, "flag_atoms", (f"{k}={f}" for k, f in query.flags)))
     if query.versions is not None:
         ids = snapshot.version_ids(query.versions.ranges)
         parts.append(ValuesLeaf(snapshot.columns["version"], ids) if len(ids) else Nothing())
     if query.compiler is not None and query.compiler.versions is not None:
         ids = snapshot.compiler_ids(query.compiler.name, query.compiler.versions.ranges)
         parts.append(ValuesLeaf(snapshot.columns["compiler"], ids) if len(ids) else Nothing())
+    for dependency in query.dependencies:
+        if tag.dag is None:
+            raise UnsupportedSpecError(
+                f"dependency constraints ('^...') cannot be answered in tag {tag.tag!r}: its "
+                f"sources (cache pages) list no dependencies of a spec\n{dependency.pointer()}"
+            )
+        parts.append(depending_on(snapshot, tag, _query_of(dependency, tag), "^"))
     return conjunction(parts)
+
+
+def _query_of(query: SpecQuery, tag: Snapshot) -> Callable[[Snapshot], Node]:
+    def build(table: Snapshot) -> Node:
+        return query_node(table, query, tag)
+
+    return build
 
 
 def package_node(snapshot: Snapshot, criteria: PackageCriteria | None) -> Node:

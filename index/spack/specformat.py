@@ -31,14 +31,17 @@ class FormattableSpec(Protocol):
     def target(self) -> str: ...
     @property
     def variants(self) -> Sequence[Variant]: ...
+    @property
+    def flags(self) -> Sequence[tuple[str, Sequence[str]]]: ...
 
 
 def format_spec(spec: FormattableSpec, *, with_hash: bool = True) -> str:
-    """`name@version variants arch=platform-os-target %compiler /hash7`.
+    """`name@version flags variants arch=platform-os-target %compiler /hash7`.
 
     Pasted into a `query:`, it matches this spec (the hash prefix keeps it to this one).
     """
     parts = [f"{spec.package}@{spec.version}"]
+    parts.extend(f'{kind}="{" ".join(values)}"' for kind, values in spec.flags)
     parts.extend(v.raw for v in spec.variants)
     parts.append(f"arch={spec.platform}-{spec.os}-{spec.target}")
     parts.append(f"%{spec.compiler.normalized}")

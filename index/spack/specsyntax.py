@@ -1,16 +1,19 @@
-"""Spack spec syntax in queries: `hdf5@1.14: +mpi %gcc@13 target=x86_64_v3 /22xi27u`.
+"""Spack spec syntax in queries: `hdf5@1.14: +mpi %gcc@13 target=x86_64_v3 ^zlib /22xi27u`.
 
-The grammar is Spack's for one node: an optional package name, then in any order
-`@versions`, `%compiler[@versions]`, `+v ~v -v`, `v=x` (also `v:=x`, `v==x`,
-multi-valued `v=a,b`, quoted values), `os= target= platform= arch=p-o-t` and
-`/hashprefix`. What pages cannot answer (dependencies `^dep`, compiler flags,
-namespaces, target ranges) is refused with a message rather than ignored.
+The grammar is Spack's: an optional package name, then in any order `@versions`,
+`%compiler[@versions]`, `+v ~v -v`, `v=x` (also `v:=x`, `v==x`, multi-valued `v=a,b`,
+quoted values), compiler flags (`cflags="-O2 -g"`), `namespace=`, `os= target=
+platform= arch=p-o-t` and `/hashprefix`; each `^name ...` starts a dependency whose
+constraints bind to one node of the spec's DAG. What the index cannot answer (target
+ranges, per-language compilers, propagation) is refused with a message rather than
+ignored; whether a tag records dependencies is the index's to say.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from cachegql.index.errors import CriteriaError
 from cachegql.index.spack.hashes import normalize_prefix
@@ -78,25 +81,53 @@ class CompilerConstraint:
 
 @dataclass(frozen=True, slots=True)
 class SpecQuery:
-    """One parsed spec query; every given part must hold."""
+    """One parsed spec (or dependency) of a query; every given part must hold."""
 
     text: str
     name: str | None = None
     versions: VersionConstraint | None = None
     compiler: CompilerConstraint | None = None
     variants: tuple[Variant, ...] = ()
+    flags: tuple[tuple[str, str], ...] = ()
+    """(kind, flag) pairs, each required: `cflags="-O2 -g"` is (cflags, -O2), (cflags, -g)."""
+    namespace: str | None = None
     os: str | None = None
     platform: str | None = None
     target: str | None = None
     hash_prefix: str | None = None
+    dependencies: tuple[SpecQuery, ...] = ()
+    """One per `^`: some node of the spec's DAG (any depth) must satisfy each."""
+    position: int = 0
+    """Where this node starts in `text` (its `^` for a dependency), for error messages."""
+
+    def pointer(self) -> str:
+        """The query text with a caret under this node, for error messages."""
+        return _pointer(self.text, self.position)
+
+
+@dataclass
+class _Node:
+    """The parts of one node being parsed: the root spec or one `^` dependency."""
+
+    position: int
+    parts: dict[str, Any] = field(default_factory=dict)
+    variants: list[Variant] = field(default_factory=list)
+    flags: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
 class _Parser:
     text: str
     position: int = 0
-    parts: dict[str, object] = field(default_factory=dict)
-    variants: list[Variant] = field(default_factory=list)
+    nodes: list[_Node] = field(default_factory=lambda: [_Node(0)])
+
+    @property
+    def parts(self) -> dict[str, Any]:
+        return self.nodes[-1].parts
+
+    @property
+    def variants(self) -> list[Variant]:
+        return self.nodes[-1].variants
 
     def fail(self, problem: str, expected: str, position: int | None = None) -> SpecSyntaxError:
         return SpecSyntaxError(
@@ -136,7 +167,24 @@ class _Parser:
                 break
             self.item(spaced)
             spaced = False
-        return SpecQuery(text=self.text, variants=tuple(self.variants), **self.parts)  # type: ignore[arg-type]
+        for node in self.nodes[1:]:
+            if "name" not in node.parts:
+                raise self.fail(
+                    "a dependency without a package name",
+                    "a name after '^' (e.g. ^zlib@1.3)",
+                    node.position,
+                )
+        root, *dependencies = (self.query(node) for node in self.nodes)
+        return replace(root, dependencies=tuple(dependencies))
+
+    def query(self, node: _Node) -> SpecQuery:
+        return SpecQuery(
+            text=self.text,
+            variants=tuple(node.variants),
+            flags=tuple(node.flags),
+            position=node.position,
+            **node.parts,
+        )
 
     def item(self, after_space: bool) -> None:
         start = self.position
@@ -159,10 +207,13 @@ class _Parser:
                 ) from None
             self.set_once("hash_prefix", prefix, "hash", start)
         elif char == "^":
-            raise UnsupportedSpecError(
-                "dependency constraints ('^...') cannot be answered: cache pages list no "
-                f"dependencies of a spec\n{_pointer(self.text, start)}"
-            )
+            self.position += 1
+            if self.peek() == "^":
+                raise UnsupportedSpecError(
+                    "'^^' (a dependency of a dependency, Spack 1.x) cannot be answered; "
+                    "'^name' already matches at any depth\n" + _pointer(self.text, start)
+                )
+            self.nodes.append(_Node(start))
         elif _NAME.match(self.text, start):
             self.word(start)
         else:
@@ -187,14 +238,14 @@ class _Parser:
         self.position += 1
         if self.peek() == "%":
             raise UnsupportedSpecError(
-                "propagated compiler preferences ('%%') cannot be answered from cache pages\n"
-                + _pointer(self.text, start)
+                "propagated compiler preferences ('%%') cannot be answered: the index "
+                "records the compiler each spec was built with\n" + _pointer(self.text, start)
             )
         name = self.take(_NAME, "a compiler name after '%' (e.g. %gcc or %gcc@13)")
         if self.peek() in (",", "="):
             raise UnsupportedSpecError(
-                "per-language compilers ('%c,cxx=gcc') cannot be answered: pages record one "
-                f"compiler per spec; write %gcc@13 instead\n{_pointer(self.text, start)}"
+                "per-language compilers ('%c,cxx=gcc') cannot be answered: write %gcc@13, "
+                f"which matches the compiler of any language\n{_pointer(self.text, start)}"
             )
         versions = None
         if self.peek() == "@":
@@ -262,15 +313,12 @@ class _Parser:
             else:
                 self.set_once("target", value, "target", start)
         elif key in _FLAG_KEYS:
-            raise UnsupportedSpecError(
-                f"compiler flags ({key}=...) cannot be answered: cache pages do not record them\n"
-                + _pointer(self.text, start)
-            )
+            flags = value.split()
+            if not flags:
+                raise self.fail(f"no flags in {key}=", f'flags, e.g. {key}="-O2 -g"', start)
+            self.nodes[-1].flags.extend((key, flag) for flag in flags)
         elif key == "namespace":
-            raise UnsupportedSpecError(
-                "namespaces cannot be answered: cache pages do not record them\n"
-                + _pointer(self.text, start)
-            )
+            self.set_once("namespace", value, "namespace", start)
         else:
             text = f"{key}={value}" if "," not in value else f"{key}='{value}'"
             try:

@@ -1,0 +1,277 @@
+"""Spack build caches as sources: index files, mirrors (layouts v2 and v3), listings.
+
+- An index file: `index.json`, any database version Spack wrote (5 to 9).
+- A mirror, layout v3 (Spack 1.0+): `v3/manifests/index/index.manifest.json` names the
+  index blob `blobs/<algorithm>/<checksum[:2]>/<checksum>` by its checksum (verified)
+  and media type (the newest supported database version is taken); views
+  `v3/manifests/index/<view>/` are per-stack indexes; spec manifests
+  `v3/manifests/spec/<name>/<name>-<version>-<hash>.spec.manifest.json` carry the tarball's
+  size. A mirror root is tried as v3, then as v2, as Spack does.
+- A mirror, layout v2: `build_cache/index.json`, checked against `index.json.hash` when
+  that exists; without an index, its spec files, as `spack buildcache update-index` reads
+  them.
+- A listing (binaries.spack.io's `cache_spack_io_index.json`): `{"<tag>": [{"label":
+  "<stack>", "url": "<index file or mirror root>"}]}`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
+from cachegql.index.ingest.spackdb import (
+    SUPPORTED_DB_VERSIONS,
+    Database,
+    SourceFormatError,
+    read_database,
+    read_spec_file,
+    strip_clearsign,
+)
+from cachegql.index.records import Problem
+
+__all__ = [
+    "CacheData",
+    "ListingEntry",
+    "cache_data",
+    "is_listing",
+    "read_cache",
+    "read_index_file",
+    "read_listing",
+    "read_mirror",
+    "read_spec_files",
+]
+
+V3_INDEX = ("v3", "manifests", "index")
+MANIFEST = "index.manifest.json"
+V3_SPECS = ("v3", "manifests", "spec")
+_DB_MEDIA_TYPE = re.compile(r"^application/vnd\.spack\.db\.v(\d+)\+json$")
+_TARBALL_MEDIA_TYPE = "application/vnd.spack.install."
+SPEC_FILE_SUFFIXES = (".spec.json", ".spec.json.sig", ".spec.yaml")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass
+class CacheData:
+    """What one build cache gave: its DAG, which binaries each stack label holds, sizes."""
+
+    source: str
+    database: Database
+    stacks: dict[str, set[str]] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ListingEntry:
+    tag: str
+    label: str
+    location: Location
+
+
+def binaries(database: Database) -> set[str]:
+    return {digest for digest, node in database.nodes.items() if node.in_buildcache}
+
+
+def cache_data(database: Database, label: str) -> CacheData:
+    """A database read on its own: all of its binaries in the stack `label`."""
+    return CacheData(database.source, database, {label: binaries(database)})
+
+
+def read_index_file(location: Location, opener: Opener, label: str) -> CacheData:
+    """One index file, all of its binaries in the stack `label`."""
+    return cache_data(_database(opener.read(location), str(location)), label)
+
+
+def read_cache(location: Location, opener: Opener, label: str) -> CacheData:
+    """An index file (a `.json` location) or a mirror root."""
+    if location.name.endswith(".json"):
+        return read_index_file(location, opener, label)
+    return read_mirror(location, opener, label)
+
+
+def read_mirror(location: Location, opener: Opener, label: str) -> CacheData:
+    """A mirror root: layout v3 when it has an index manifest, else layout v2."""
+    try:
+        return _read_v3(location, opener, label)
+    except NotFoundError:
+        pass
+    try:
+        return _read_v2(location, opener, label)
+    except NotFoundError:
+        raise ReadError(
+            f"{location}: no build cache there: neither {'/'.join((*V3_INDEX, MANIFEST))} "
+            "(layout v3) nor build_cache/index.json or spec files (layout v2)"
+        ) from None
+
+
+def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
+    index = root.join(*V3_INDEX)
+    database = _manifest_database(index.join(MANIFEST), root, opener)
+    data = CacheData(str(root), database, {label: binaries(database)})
+    if not root.is_url:  # views and spec manifests are found by listing folders
+        for view in sorted(p.name for p in index.path.iterdir() if (p / MANIFEST).is_file()):
+            try:
+                view_database = _manifest_database(index.join(view, MANIFEST), root, opener)
+            except (ReadError, SourceFormatError) as exc:
+                data.problems.append(Problem(str(index.join(view)), f"view skipped: {exc}"))
+                continue
+            data.stacks[view] = binaries(view_database)
+            database.merge(view_database)
+        data.sizes, problems = _tarball_sizes(root.join(*V3_SPECS))
+        data.problems.extend(problems)
+    return data
+
+
+def _manifest_database(manifest: Location, root: Location, opener: Opener) -> Database:
+    """The newest supported database a manifest lists, its blob's checksum verified."""
+    document = _json(strip_clearsign(opener.read(manifest)), str(manifest))
+    records = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(records, list):
+        raise SourceFormatError(f"{manifest}: not a build-cache manifest: no 'data' list")
+    found: list[tuple[int, dict[str, Any]]] = []
+    media_types = []
+    for record in records:
+        media_type = record.get("mediaType") if isinstance(record, dict) else None
+        media_types.append(str(media_type))
+        match = _DB_MEDIA_TYPE.match(str(media_type))
+        if match and int(match.group(1)) in SUPPORTED_DB_VERSIONS:
+            found.append((int(match.group(1)), record))
+    if not found:
+        supported = ", ".join(f"application/vnd.spack.db.v{v}+json" for v in SUPPORTED_DB_VERSIONS)
+        raise SourceFormatError(
+            f"{manifest}: the manifest lists no database Spack can read "
+            f"(media types: {', '.join(media_types) or 'none'}; supported: {supported})"
+        )
+    _, record = max(found, key=lambda item: item[0])
+    algorithm, checksum = record.get("checksumAlgorithm"), record.get("checksum")
+    if algorithm != "sha256" or not isinstance(checksum, str) or len(checksum) < 3:
+        raise SourceFormatError(
+            f"{manifest}: blob checksum {algorithm}:{checksum} is not a sha256 checksum"
+        )
+    blob = root.join("blobs", algorithm, checksum[:2], checksum)
+    data = opener.read_verified(blob, checksum)
+    if data[:2] == _GZIP_MAGIC:
+        data = gzip.decompress(data)
+    return _database(data, str(blob))
+
+
+def _tarball_sizes(specs: Location) -> tuple[dict[str, int], list[Problem]]:
+    """Tarball sizes by spec hash, from the spec manifests of a local v3 mirror."""
+    sizes: dict[str, int] = {}
+    problems: list[Problem] = []
+    if not specs.path.is_dir():
+        return sizes, problems
+    for path in sorted(specs.path.glob("*/*.spec.manifest.json")):
+        digest = path.name.removesuffix(".spec.manifest.json").rsplit("-", 1)[-1]
+        try:
+            document = orjson.loads(strip_clearsign(path.read_bytes()))
+            records = document["data"]
+            size = next(
+                r["contentLength"]
+                for r in records
+                if str(r.get("mediaType", "")).startswith(_TARBALL_MEDIA_TYPE)
+            )
+        except (OSError, ValueError, KeyError, TypeError, StopIteration):
+            problems.append(Problem(str(path), "spec manifest without a tarball size; ignored"))
+            continue
+        if isinstance(size, int) and size >= 0:
+            sizes[digest] = size
+    return sizes, problems
+
+
+def _read_v2(root: Location, opener: Opener, label: str) -> CacheData:
+    folder = root
+    if root.is_url or (not (root.path / "index.json").is_file() and not _has_spec_files(root)):
+        folder = root.join("build_cache")
+    index = folder.join("index.json")
+    try:
+        expected = opener.read(folder.join("index.json.hash")).decode("ascii", "replace").strip()
+    except NotFoundError:
+        expected = None
+    try:
+        data = opener.read(index) if expected is None else opener.read_verified(index, expected)
+    except NotFoundError:
+        if folder.is_url or not _has_spec_files(folder):
+            raise
+        database = read_spec_files(folder)
+    else:
+        database = _database(data, str(index))
+    return CacheData(str(root), database, {label: binaries(database)})
+
+
+def _has_spec_files(folder: Location) -> bool:
+    return folder.path.is_dir() and any(_spec_files(folder))
+
+
+def _spec_files(folder: Location) -> Iterator[Location]:
+    for path in sorted(folder.path.iterdir()):
+        if path.is_file() and path.name.endswith(SPEC_FILE_SUFFIXES):
+            yield Location(str(path))
+
+
+def read_spec_files(folder: Location) -> Database:
+    """A mirror without an index, as `spack buildcache update-index` builds one."""
+    database = Database(source=str(folder), version=None)
+    for location in _spec_files(folder):
+        try:
+            database.merge(read_spec_file(location.path.read_bytes(), str(location)))
+        except (OSError, SourceFormatError) as exc:
+            database.problems.append(Problem(str(location), f"spec file skipped: {exc}"))
+    return database
+
+
+def is_listing(document: object) -> bool:
+    """`{"<tag>": [{"label": ..., "url": ...}, ...]}`."""
+    return (
+        isinstance(document, dict)
+        and bool(document)
+        and all(
+            isinstance(entries, list)
+            and all(isinstance(e, dict) and "label" in e and "url" in e for e in entries)
+            for entries in document.values()
+        )
+    )
+
+
+def read_listing(data: bytes, location: Location) -> tuple[list[ListingEntry], list[Problem]]:
+    """The entries of a listing, their urls resolved against the listing's location."""
+    document = _json(data, str(location))
+    if not is_listing(document):
+        raise SourceFormatError(
+            'not a cache listing: expected {"<tag>": [{"label": ..., "url": ...}, ...]}'
+        )
+    entries, problems = [], []
+    for tag, items in document.items():
+        for item in items:
+            label, url = item.get("label"), item.get("url")
+            if not isinstance(label, str) or not label or not isinstance(url, str) or not url:
+                problems.append(
+                    Problem(
+                        str(location),
+                        f"entry {item!r} of tag {tag!r} skipped: "
+                        "'label' and 'url' must be non-empty strings",
+                    )
+                )
+                continue
+            entries.append(ListingEntry(str(tag), label, location.sibling(url)))
+    return entries, problems
+
+
+def _database(data: bytes, source: str) -> Database:
+    try:
+        return read_database(data, source)
+    except SourceFormatError as exc:
+        raise SourceFormatError(f"{source}: {exc}") from None
+
+
+def _json(data: bytes, source: str) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise SourceFormatError(f"{source}: not valid JSON ({exc})") from None

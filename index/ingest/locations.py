@@ -1,0 +1,116 @@
+"""Where sources are read from: local paths, and URLs through a reader the caller supplies.
+
+The index knows nothing of HTTP: `cachegql index` passes a `Reader` (the server's HTTP
+client, with its timeouts, retries and cache) for the http(s) URLs among the sources.
+Local files are read here. Either way, a failure is a `ReadError` that names the
+location and says what went wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import unquote, urljoin, urlparse
+
+__all__ = ["Location", "NotFoundError", "Opener", "ReadError", "Reader"]
+
+
+class ReadError(Exception):
+    """A location that could not be read; the message names it and says why."""
+
+
+class NotFoundError(ReadError):
+    """The location does not exist (a missing file, an HTTP 404)."""
+
+
+class Reader(Protocol):
+    """Reads http(s) URLs."""
+
+    def read(self, url: str) -> bytes:
+        """The body at `url`; raise ReadError (NotFoundError for a 404)."""
+
+    def read_verified(self, url: str, sha256: str) -> bytes:
+        """The body at `url`, which must have this sha256 (a cached copy may be used)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A file or folder to read: an http(s) URL or a local path."""
+
+    text: str
+
+    @classmethod
+    def of(cls, source: str | Path) -> Location:
+        text = str(source)
+        if text.startswith("file://"):
+            text = unquote(urlparse(text).path)
+        return cls(text)
+
+    @property
+    def is_url(self) -> bool:
+        return self.text.startswith(("http://", "https://"))
+
+    @property
+    def path(self) -> Path:
+        return Path(self.text)
+
+    @property
+    def name(self) -> str:
+        return self.text.rstrip("/").rsplit("/", 1)[-1]
+
+    def join(self, *parts: str) -> Location:
+        """A location below this one (this one taken as a folder)."""
+        if self.is_url:
+            return Location(self.text.rstrip("/") + "/" + "/".join(parts))
+        return Location(str(self.path.joinpath(*parts)))
+
+    def sibling(self, reference: str) -> Location:
+        """`reference` (a URL, `file://` URL or relative path) read from this file's folder."""
+        if reference.startswith(("http://", "https://", "file://")):
+            return Location.of(reference)
+        if self.is_url:
+            return Location(urljoin(self.text, reference))
+        return Location(str(self.path.parent / reference))
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Opener:
+    """Reads locations: local files directly, URLs through `reader`."""
+
+    def __init__(self, reader: Reader | None = None) -> None:
+        self.reader = reader
+
+    def read(self, location: Location) -> bytes:
+        if location.is_url:
+            return self._reader(location).read(location.text)
+        try:
+            return location.path.read_bytes()
+        except FileNotFoundError:
+            raise NotFoundError(f"{location}: no such file") from None
+        except OSError as exc:
+            raise ReadError(f"{location}: cannot read ({exc.strerror or exc})") from None
+
+    def read_verified(self, location: Location, sha256: str) -> bytes:
+        """The bytes at `location`; ReadError unless their sha256 is `sha256`."""
+        if location.is_url:
+            return self._reader(location).read_verified(location.text, sha256)
+        data = self.read(location)
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != sha256.lower():
+            raise ReadError(
+                f"{location}: checksum mismatch: expected sha256 {sha256}, the file has {actual}"
+            )
+        return data
+
+    def exists(self, location: Location) -> bool:
+        """Whether a local location exists (URLs are found out by reading them)."""
+        return not location.is_url and location.path.exists()
+
+    def _reader(self, location: Location) -> Reader:
+        if self.reader is None:
+            raise ReadError(f"{location}: URLs can only be read by `cachegql index`")
+        return self.reader

@@ -1,0 +1,318 @@
+"""Build caches as sources: recognition, stacks, bad input, and fetching over HTTP.
+
+Small indexes are written here, node by node, so that each case says exactly what it
+is about; the mirrors are built with `tests.mirror_builder` and served over HTTP by a
+real server on 127.0.0.1 (`tests.http_fixture`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachegql.index import BuildError, StrictModeError, build_index
+from cachegql.index.ingest import SourceError
+from cachegql.server.fetch import HttpReader
+from tests import mirror_builder as mb
+from tests.conftest import PAGES, serving
+from tests.http_fixture import MirrorHTTPServer
+
+ARCH = {"platform": "linux", "platform_os": "ubuntu24.04", "target": "x86_64_v3"}
+
+
+def digest(name: str) -> str:
+    """A stable 32-character base32 hash for a test node."""
+    return base64.b32encode(hashlib.sha256(name.encode()).digest()).decode().lower()[:32]
+
+
+def node(
+    key: str,
+    *,
+    name: str | None = None,
+    version: str = "1.0",
+    deps: tuple[str, ...] = (),
+    binary: bool = True,
+    compiler: str | None = "gcc",
+    **parameters: Any,
+) -> tuple[str, dict[str, Any]]:
+    """An index record (DB 8 form): `deps` are keys of other nodes; a compiler edge."""
+    edges = [
+        {
+            "name": d.split("@")[0],
+            "hash": digest(d),
+            "parameters": {"deptypes": ["build", "link"], "virtuals": []},
+        }
+        for d in deps
+    ]
+    if compiler:
+        edges.append(
+            {
+                "name": compiler,
+                "hash": digest(compiler),
+                "parameters": {"deptypes": ["build"], "virtuals": ["c", "cxx"]},
+            }
+        )
+    spec = {
+        "name": name or key.split("@")[0],
+        "version": version,
+        "arch": ARCH,
+        "namespace": "builtin",
+        "parameters": {"build_system": "generic", "cflags": [], **parameters},
+        "dependencies": edges,
+        "hash": digest(key),
+    }
+    return digest(key), {"spec": spec, "ref_count": 0, "in_buildcache": binary}
+
+
+def index(*records: tuple[str, dict[str, Any]], version: str = "8") -> bytes:
+    return json.dumps({"database": {"version": version, "installs": dict(records)}}).encode()
+
+
+GCC = node("gcc", version="13.2.0", binary=False, compiler=None)
+ZLIB = node("zlib", version="1.3.1")
+HDF5 = node("hdf5", version="1.14.5", deps=("zlib",), mpi=True)
+SMALL = index(GCC, ZLIB, HDF5)
+
+
+def write(path: Path, data: bytes | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return path
+
+
+# Recognising sources, tags and stacks
+
+
+def test_a_lone_index_needs_a_tag(tmp_path: Path) -> None:
+    source = write(tmp_path / "index.json", SMALL)
+    with pytest.raises(SourceError, match="--tag TAG"):
+        build_index([source], tmp_path / "ix")
+
+
+def test_pages_and_a_mirror_in_one_build(tmp_path: Path) -> None:
+    """A page folder and a v3 mirror, recognised by content, each in its tag."""
+    mb.write_v3_mirror(SMALL, tmp_path / "mirror")
+    report = build_index([PAGES, tmp_path / "mirror"], tmp_path / "ix", tag="mirror-tag")
+    assert report.tags["mirror-tag"] == 2 and report.caches == 1 and report.pages == 6
+    with serving(tmp_path / "ix") as gql:
+        data = gql.data(
+            '{ a: specs(tag: "mirror-tag") { nodes { name namespace '
+            'dependencies { name } } } b: specs(tag: "develop", first: 1) '
+            "{ nodes { namespace dependencies { name } } } }"
+        )
+        assert [n["name"] for n in data["a"]["nodes"]] == ["hdf5", "zlib"]
+        assert data["a"]["nodes"][0]["dependencies"] == [{"name": "zlib"}, {"name": "gcc"}]
+        # A page records neither a namespace nor dependencies: null, not empty.
+        assert data["b"]["nodes"] == [{"namespace": None, "dependencies": None}]
+
+
+def test_a_listing_gives_each_spec_the_labels_of_every_index_listing_it(tmp_path: Path) -> None:
+    """As cache.spack.io computes stacks: root lists both, e4s only hdf5, ml only zlib."""
+    write(tmp_path / "root" / "index.json", SMALL)
+    write(tmp_path / "e4s.json", index(GCC, ZLIB, HDF5))
+    ml = json.loads(SMALL)
+    ml["database"]["installs"][digest("hdf5")]["in_buildcache"] = False
+    write(tmp_path / "ml.json", json.dumps(ml))
+    e4s = json.loads(SMALL)
+    e4s["database"]["installs"][digest("zlib")]["in_buildcache"] = False
+    write(tmp_path / "e4s.json", json.dumps(e4s))
+    listing = mb.write_listing(
+        tmp_path / "cache_spack_io_index.json",
+        {"develop": [("root", "root/index.json"), ("e4s", "e4s.json"), ("ml", "ml.json")]},
+    )
+    build_index([listing], tmp_path / "ix", strict=True)
+    with serving(tmp_path / "ix") as gql:
+        nodes = gql.data("{ specs { nodes { name stacks } } stacks { name numSpecs } }")
+        assert nodes["specs"]["nodes"] == [
+            {"name": "hdf5", "stacks": ["e4s", "root"]},
+            {"name": "zlib", "stacks": ["ml", "root"]},
+        ]
+        assert nodes["stacks"] == [
+            {"name": "e4s", "numSpecs": 1},
+            {"name": "ml", "numSpecs": 1},
+            {"name": "root", "numSpecs": 2},
+        ]
+
+
+# Bad input: named with its source and reason, the rest still loading; --strict: fatal
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (SMALL[: len(SMALL) // 2], "not valid JSON"),
+        (
+            b'{"database": {"version": "4", "installs": {}}}',
+            "database version 4 is not supported; supported versions: 5, 6, 7, 8, 9",
+        ),
+        (b'{"database": {"version": "eight", "installs": {}}}', "is not a number"),
+        (b'{"database": {"version": "8"}}', "no 'installs'"),
+    ],
+    ids=["truncated", "unknown-version", "version-not-a-number", "no-installs"],
+)
+def test_a_bad_index_is_named_and_the_rest_loads(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    write(tmp_path / "good.json", SMALL)
+    bad = write(tmp_path / "bad.json", content)
+    listing = mb.write_listing(
+        tmp_path / "listing.json", {"develop": [("root", "good.json"), ("e4s", "bad.json")]}
+    )
+    report = build_index([listing], tmp_path / "ix")
+    assert report.specs == 2
+    [problem] = report.problems
+    assert problem.path == str(bad) and reason in problem.message
+    with pytest.raises(StrictModeError, match=reason):
+        build_index([listing], tmp_path / "strict", strict=True)
+    assert not (tmp_path / "strict").exists()  # nothing published
+
+
+def test_a_dependency_missing_from_the_index_is_an_edge_without_a_spec(tmp_path: Path) -> None:
+    source = write(tmp_path / "index.json", index(GCC, HDF5))  # zlib is not there
+    report = build_index([source], tmp_path / "ix", tag="develop")
+    [problem] = report.problems
+    assert "1 dependencies are not in any index" in problem.message and "zlib/" in problem.message
+    with serving(tmp_path / "ix") as gql:
+        hdf5 = gql.data(
+            "{ specs { nodes { name dependencies { name hash version spec { name } } } } }"
+        )
+        assert hdf5["specs"]["nodes"][0]["dependencies"][0] == {
+            "name": "zlib",
+            "hash": digest("zlib"),
+            "version": None,
+            "spec": None,
+        }
+        # The missing node is still a node of the DAG, known by its name.
+        assert gql.data('{ specs(query: "^zlib") { totalCount } }')["specs"]["totalCount"] == 1
+    with pytest.raises(StrictModeError, match="not in any index"):
+        build_index([source], tmp_path / "strict", tag="develop", strict=True)
+
+
+def test_a_v2_index_must_match_its_hash(tmp_path: Path) -> None:
+    mb.write_v2_mirror(SMALL, tmp_path / "mirror")
+    mb.corrupt_v2_hash(tmp_path / "mirror")
+    written = (tmp_path / "mirror" / "build_cache" / "index.json.hash").read_text().strip()
+    actual = hashlib.sha256(SMALL).hexdigest()
+    with pytest.raises(BuildError) as raised:
+        build_index([tmp_path / "mirror"], tmp_path / "ix", tag="develop")
+    assert written in str(raised.value) and actual in str(raised.value)
+
+
+def test_a_v3_manifest_without_a_database(tmp_path: Path) -> None:
+    mirror = mb.write_v3_mirror(SMALL, tmp_path / "mirror")
+    mb.drop_db_media_types(mirror.index_manifest)
+    with pytest.raises(BuildError, match="lists no database Spack can read"):
+        build_index([tmp_path / "mirror"], tmp_path / "ix", tag="develop")
+
+
+def test_a_v3_blob_that_fails_its_checksum(tmp_path: Path) -> None:
+    mirror = mb.write_v3_mirror(SMALL, tmp_path / "mirror")
+    mb.corrupt_blob(tmp_path / "mirror", mirror.index_manifest)
+    with pytest.raises(BuildError, match="checksum mismatch: expected sha256"):
+        build_index([tmp_path / "mirror"], tmp_path / "ix", tag="develop")
+
+
+def test_a_v3_mirror_takes_the_newest_database_it_can_read(tmp_path: Path) -> None:
+    """Versions 7, 8 and 99 listed: 8 is read (7 is an empty decoy, 99 unknown)."""
+    mb.write_v3_mirror(SMALL, tmp_path / "mirror", db_media_versions=(7, 8, 99))
+    assert build_index([tmp_path / "mirror"], tmp_path / "ix", tag="develop").specs == 2
+
+
+# Fetching
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Any:
+    www = tmp_path / "www"
+    mb.write_v3_mirror(SMALL, www / "v3")
+    mb.write_v2_mirror(SMALL, www / "v2")
+    with MirrorHTTPServer(www) as running:
+        yield running
+
+
+def _build(sources: list[str | Path], out: Path, cache: Path | None = None, **kw: Any) -> Any:
+    with HttpReader(
+        cache, timeout=kw.pop("timeout", 5.0), retries=kw.pop("retries", 2), backoff=0.01
+    ) as reader:
+        return build_index(sources, out, reader=reader, **kw)
+
+
+def test_a_root_url_is_tried_as_v3_then_v2(server: MirrorHTTPServer, tmp_path: Path) -> None:
+    for layout in ("v3", "v2"):
+        report = _build([server.url_for(layout)], tmp_path / layout, tag="develop")
+        assert report.specs == 2, layout
+
+
+def test_transient_failures_are_retried(server: MirrorHTTPServer, tmp_path: Path) -> None:
+    server.server_error("/v2/build_cache/index.json.hash", times=2)
+    assert _build([server.url_for("v2")], tmp_path / "ix", tag="develop").specs == 2
+    statuses = [e.status for e in server.requests("/v2/build_cache/index.json.hash")]
+    assert statuses == [500, 500, 200]
+
+
+def test_a_failure_names_the_url_and_status_and_publishes_nothing(
+    server: MirrorHTTPServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "ix"
+    _build([server.url_for("v2")], out, tag="develop")
+    served = out.resolve()
+    server.server_error("/v2/build_cache/index.json")
+    with pytest.raises(BuildError) as raised:
+        _build([server.url_for("v2")], out, tag="develop")
+    assert server.url_for("v2/build_cache/index.json") in str(raised.value)
+    assert "HTTP 500" in str(raised.value) and "nothing was published" in str(raised.value)
+    assert out.resolve() == served  # the served index is left alone
+
+
+def test_a_stalled_body_times_out_naming_the_url(server: MirrorHTTPServer, tmp_path: Path) -> None:
+    server.stall("/v3/blobs/", after_bytes=10)
+    started = time.monotonic()
+    with pytest.raises(BuildError, match="timed out"):
+        _build([server.url_for("v3")], tmp_path / "ix", tag="develop", timeout=0.5, retries=1)
+    assert time.monotonic() - started < 10
+
+
+def test_an_unreachable_url_is_named(tmp_path: Path) -> None:
+    with MirrorHTTPServer(tmp_path) as gone:
+        url = gone.url_for("v3")
+    with pytest.raises(BuildError, match=f"{url}.*cannot connect"):
+        _build([url], tmp_path / "ix", tag="develop", retries=0)
+
+
+def test_a_listing_entry_that_fails_is_a_problem_and_the_rest_loads(
+    server: MirrorHTTPServer, tmp_path: Path
+) -> None:
+    mb.write_listing(
+        server.root / "listing.json",
+        {"develop": [("root", "v2"), ("e4s", "missing")], "other": [("root", "v3")]},
+    )
+    report = _build([server.url_for("listing.json")], tmp_path / "ix")
+    assert report.tags == {"develop": 2, "other": 2}
+    [problem] = report.problems
+    assert problem.path == server.url_for("missing")
+    assert (
+        "stack e4s of tag develop" in problem.message and "no build cache there" in problem.message
+    )
+
+
+@pytest.mark.parametrize(
+    ("layout", "small"), [("v3", "index.manifest.json"), ("v2", "index.json.hash")]
+)
+def test_reindexing_an_unchanged_mirror_downloads_only_its_manifest_or_hash(
+    server: MirrorHTTPServer, tmp_path: Path, layout: str, small: str
+) -> None:
+    cache = tmp_path / "cache"
+    _build([server.url_for(layout)], tmp_path / "first", cache, tag="develop")
+    server.clear_log()
+    report = _build([server.url_for(layout)], tmp_path / "second", cache, tag="develop")
+    assert report.specs == 2
+    fetched = [(e.path.rsplit("/", 1)[-1], e.status) for e in server.log if e.status == 200]
+    assert [name for name, _ in fetched] == [small] or fetched == [], fetched
+    sent = sum(e.bytes_sent for e in server.log)
+    assert sent < 1000, server.log  # the index itself was not sent again
