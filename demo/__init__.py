@@ -1,9 +1,25 @@
-"""Synthetic cache.spack.io pages for demos, benchmarks and tests (not the index itself).
+"""Synthetic data for demos, benchmarks and tests (not the index itself).
 
-The generator imports nothing of cachegql: it writes files that the index then reads,
-like real pages.
+cache.spack.io package pages (`write_pages`) and a Spack build cache with its stacks and
+listing (`write_mirror`). The generators import nothing of cachegql: they write files that
+the index then reads, like real ones.
 """
 
 from cachegql.demo.generator import DemoConfig, write_pages
+from cachegql.demo.mirrors import (
+    SPEC_BLOB_LIMIT,
+    STACK_NAMES,
+    MirrorConfig,
+    MirrorSummary,
+    write_mirror,
+)
 
-__all__ = ["DemoConfig", "write_pages"]
+__all__ = [
+    "SPEC_BLOB_LIMIT",
+    "STACK_NAMES",
+    "DemoConfig",
+    "MirrorConfig",
+    "MirrorSummary",
+    "write_mirror",
+    "write_pages",
+]
