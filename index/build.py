@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,7 +80,8 @@ def build_index(
         if on_progress is not None:
             on_progress(done, total)
 
-    ingested = ingest_plan(plan, opener=opener, strict=strict, on_source=count)
+    with collector_paused():
+        ingested = ingest_plan(plan, opener=opener, strict=strict, on_source=count)
     if not ingested.specs:
         raise BuildError(_nothing_found(ingested, total))
     build_id = publish.new_build_id()
@@ -101,6 +104,20 @@ def build_index(
         skipped=ingested.skipped,
         merged_duplicates=ingested.merged_duplicates,
     )
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while the ingest allocates millions of objects
+    that all live until the build ends: scanning them again and again made reading a
+    large index five times slower (28 MB/s of JSON instead of 160)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _nothing_found(ingested: Ingested, sources: int) -> str:

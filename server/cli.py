@@ -147,14 +147,27 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo-data",
-        help="write synthetic package pages (deterministic)",
-        description="Write realistic synthetic pages as _cache/<tag>/<package>/specs.md.",
+        help="write synthetic package pages, or a synthetic Spack build cache (deterministic)",
+        description="Write realistic synthetic pages as _cache/<tag>/<package>/specs.md; with "
+        "--mirror, a Spack build cache instead: a layout v3 mirror in DIR/mirror (views per "
+        "stack, a spec manifest per binary), a v2 mirror per stack in DIR/stacks, and a "
+        "listing of them in DIR/cache_spack_io_index.json. Same options, same bytes.",
     )
     demo.add_argument("--out", required=True, type=Path, metavar="DIR")
     demo.add_argument("--specs", type=int, default=5000)
     demo.add_argument("--packages", type=int, default=200)
-    demo.add_argument("--tags", default="develop,v0.23.0", help="comma-separated tag names")
+    demo.add_argument(
+        "--tags",
+        default="develop,v0.23.0",
+        help="comma-separated tag names (pages; a mirror has the first)",
+    )
     demo.add_argument("--seed", type=int, default=1)
+    demo.add_argument(
+        "--mirror", action="store_true", help="write a Spack build cache instead of pages"
+    )
+    demo.add_argument(
+        "--stacks", type=int, default=10, help="stacks of the build cache besides root"
+    )
     demo.set_defaults(run=_demo)
 
     query = commands.add_parser(
@@ -271,9 +284,28 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from cachegql.demo import DemoConfig, write_pages
+    from cachegql.demo import DemoConfig, MirrorConfig, write_mirror, write_pages
 
     tags = tuple(t.strip() for t in args.tags.split(",") if t.strip())
+    if args.mirror:
+        mirror = MirrorConfig(
+            specs=args.specs,
+            packages=args.packages,
+            stacks=args.stacks,
+            seed=args.seed,
+            tag=tags[0] if tags else "develop",
+        )
+        try:
+            summary = write_mirror(mirror, args.out)
+        except (ValueError, FileExistsError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(
+            f"wrote a build cache of {summary.specs} specs ({summary.nodes} DAG nodes, "
+            f"{summary.edges} edges, {len(summary.stacks)} stacks) to {summary.mirror}; "
+            f"its listing: {summary.listing}"
+        )
+        return 0
     config = DemoConfig(packages=args.packages, specs=args.specs, tags=tags, seed=args.seed)
     pages, specs = write_pages(config, args.out)
     print(f"wrote {pages} pages, {specs} specs to {args.out}")

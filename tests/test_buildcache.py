@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from cachegql.index import BuildError, StrictModeError, build_index
+from cachegql.demo import MirrorConfig, write_mirror
+from cachegql.index import BuildError, IndexStore, StrictModeError, build_index
 from cachegql.index.ingest import SourceError
+from cachegql.schema import Context, build_schema
 from cachegql.server.fetch import HttpReader
 from tests import mirror_builder as mb
 from tests.conftest import PAGES, serving
@@ -316,3 +318,25 @@ def test_reindexing_an_unchanged_mirror_downloads_only_its_manifest_or_hash(
     assert [name for name, _ in fetched] == [small] or fetched == [], fetched
     sent = sum(e.bytes_sent for e in server.log)
     assert sent < 1000, server.log  # the index itself was not sent again
+
+
+# The API over a generated build cache
+
+
+def test_a_page_with_its_dependencies_reads_per_level_not_per_spec(tmp_path: Path) -> None:
+    """100 specs, their ~1,000 dependencies and those dependencies' own: one read of
+    specs and one of edges per level of the answer."""
+    summary = write_mirror(MirrorConfig(specs=300, packages=60, stacks=2, seed=3), tmp_path)
+    build_index([summary.mirror], tmp_path / "ix", tag="develop")
+    store = IndexStore(tmp_path / "ix")
+    snapshot = store.snapshot()
+    query = """{ specs(first: 100) { nodes { hash dependencies { name hash spec { name
+                 dependencies(deptype: ["link"]) { name spec { hash } } } } } } }"""
+    result = build_schema().execute_sync(query, context_value=Context(store=store))
+    assert result.errors is None and result.data is not None
+    nodes = result.data["specs"]["nodes"]
+    edges = [d for n in nodes for d in n["dependencies"]]
+    assert len(nodes) == 100 and len(edges) > 500
+    assert snapshot.spec_reads == 3  # the page, its dependencies, theirs
+    assert snapshot.dependency_reads == 2
+    store.close()

@@ -59,6 +59,13 @@ def check_specs(gql: GraphQLClient, tag: str, expected: dict[str, mo.ExpectedSpe
         )["spec"]
         assert got is not None, digest
         _compare(got, want)
+        # Its format, pasted into `query:`, finds it.
+        found = gql.data(
+            "query($q: String!, $t: String) { specs(query: $q, tag: $t) { nodes { hash } } }",
+            q=got["format"],
+            t=tag,
+        )["specs"]["nodes"]
+        assert found == [{"hash": digest}], got["format"]
 
 
 def _compare(got: dict[str, Any], want: mo.ExpectedSpec) -> None:

@@ -39,6 +39,7 @@ class Dag:
         self.num_specs: int = meta["specs"]
         self.num_nodes: int = meta["nodes"]
         self.virtual_sets = [tuple(v) for v in meta["virtuals"]]
+        self.name_ids = {name: i for i, name in enumerate(meta["names"])}
         self.edge_offsets: Rows = load_array(folder, "edges.offsets")
         self.edge_targets: Rows = load_array(folder, "edges.targets")
         self.edge_deptypes: Rows = load_array(folder, "edges.deptypes")
@@ -46,6 +47,7 @@ class Dag:
         self.recorded: npt.NDArray[np.bool_] = load_array(folder, "edges.recorded")
         self.dependents = Postings.load(folder, "dependents")
         self.closure = Postings.load(folder, "closure")
+        self.by_name = Postings.load(folder, "names")
 
     def edges(self, nodes: list[int]) -> list[list[EdgeData] | None]:
         """The direct edges of each node, in the order its source lists them; None for a
@@ -68,6 +70,11 @@ class Dag:
                 ]
             )
         return result
+
+    def specs_depending_on_name(self, name: str) -> Rows:
+        """The spec rows whose DAG has a node of package `name`, ascending."""
+        name_id = self.name_ids.get(name)
+        return _EMPTY if name_id is None else self.by_name(name_id)
 
     def specs_depending_on(self, nodes: IdArray) -> Rows:
         """The spec rows whose DAG contains any of `nodes` (at any depth), ascending."""

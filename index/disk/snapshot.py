@@ -126,6 +126,8 @@ class Snapshot:
         self.dag = Dag(folder / DAG_FOLDER) if (folder / DAG_FOLDER).is_dir() else None
         self._packages: dict[int, PackageData] = {}
         self.packages_read = 0
+        # Counts of batch reads, for tests that a page is read as a whole.
+        self.spec_reads = 0
         self.dependency_reads = 0
 
     @property
@@ -279,6 +281,7 @@ class Snapshot:
         rows = np.asarray(wanted, dtype=np.int64)
         if not len(rows):
             return []
+        self.spec_reads += 1
         hashes = self.hash_sorted[self.hash_rank[rows]].tolist()
         attributes = [
             (name, self.columns[name].values, self.columns[name].codes[rows].tolist())

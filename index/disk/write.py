@@ -53,7 +53,8 @@ def write_index(ingested: Ingested, folder: Path, build_id: str, sources: list[s
         if graph is not None and graph.extras is not None:
             (tag_folder / NODES_FOLDER).mkdir()
             nodes = write_tag(graph.extras, tag_folder / NODES_FOLDER, text=False)
-            write_dag(tag_folder, graph.edges, written.hashes, nodes.hashes)
+            names = written.names + nodes.names
+            write_dag(tag_folder, graph.edges, written.hashes, nodes.hashes, names)
         summaries.append(TagSummary(tag, f"tags/{number}", written.packages, len(written.hashes)))
     manifest = {
         "format": FORMAT_VERSION,
@@ -73,6 +74,8 @@ class WrittenTag:
     packages: int
     hashes: list[str]
     """The hash of each row, in row order."""
+    names: list[str]
+    """The package name of each row, in row order."""
 
 
 def write_tag(table: TagTable, folder: Path, *, text: bool = True) -> WrittenTag:
@@ -160,7 +163,9 @@ def write_tag(table: TagTable, folder: Path, *, text: bool = True) -> WrittenTag
         documents = [(PACKAGE, i, name) for i, name in enumerate(dictionaries["package"])]
         documents.extend((ATOM, i, _atom_words(atom)) for i, atom in enumerate(atom_names))
         write_text_index(folder / TEXT_FOLDER, ((k, r, t) for k, r, t in documents if t))
-    return WrittenTag(num_packages, [h.decode() for h in hashes.tolist()])
+    package_names: list[str] = dictionaries["package"]
+    names = [package_names[code] for code in package.tolist()]
+    return WrittenTag(num_packages, [h.decode() for h in hashes.tolist()], names)
 
 
 def _codes(codes: array[int]) -> Codes:

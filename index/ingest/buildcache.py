@@ -19,7 +19,9 @@ from __future__ import annotations
 import gzip
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -29,6 +31,7 @@ from cachegql.index.ingest.spackdb import (
     SUPPORTED_DB_VERSIONS,
     Database,
     SourceFormatError,
+    binary_hashes,
     read_database,
     read_spec_file,
     strip_clearsign,
@@ -54,6 +57,7 @@ _DB_MEDIA_TYPE = re.compile(r"^application/vnd\.spack\.db\.v(\d+)\+json$")
 _TARBALL_MEDIA_TYPE = "application/vnd.spack.install."
 SPEC_FILE_SUFFIXES = (".spec.json", ".spec.json.sig", ".spec.yaml")
 _GZIP_MAGIC = b"\x1f\x8b"
+READ_THREADS = 4
 
 
 @dataclass
@@ -117,12 +121,10 @@ def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
     if not root.is_url:  # views and spec manifests are found by listing folders
         for view in sorted(p.name for p in index.path.iterdir() if (p / MANIFEST).is_file()):
             try:
-                view_database = _manifest_database(index.join(view, MANIFEST), root, opener)
+                blob = _manifest_blob(index.join(view, MANIFEST), root, opener)
+                data.stacks[view] = binary_hashes(blob, str(index.join(view)))
             except (ReadError, SourceFormatError) as exc:
                 data.problems.append(Problem(str(index.join(view)), f"view skipped: {exc}"))
-                continue
-            data.stacks[view] = binaries(view_database)
-            database.merge(view_database)
         data.sizes, problems = _tarball_sizes(root.join(*V3_SPECS))
         data.problems.extend(problems)
     return data
@@ -130,6 +132,11 @@ def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
 
 def _manifest_database(manifest: Location, root: Location, opener: Opener) -> Database:
     """The newest supported database a manifest lists, its blob's checksum verified."""
+    return _database(_manifest_blob(manifest, root, opener), str(manifest))
+
+
+def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> bytes:
+    """The bytes of the newest supported database a manifest lists, checksum verified."""
     document = _json(strip_clearsign(opener.read(manifest)), str(manifest))
     records = document.get("data") if isinstance(document, dict) else None
     if not isinstance(records, list):
@@ -156,9 +163,7 @@ def _manifest_database(manifest: Location, root: Location, opener: Opener) -> Da
         )
     blob = root.join("blobs", algorithm, checksum[:2], checksum)
     data = opener.read_verified(blob, checksum)
-    if data[:2] == _GZIP_MAGIC:
-        data = gzip.decompress(data)
-    return _database(data, str(blob))
+    return gzip.decompress(data) if data[:2] == _GZIP_MAGIC else data
 
 
 def _tarball_sizes(specs: Location) -> tuple[dict[str, int], list[Problem]]:
@@ -167,22 +172,28 @@ def _tarball_sizes(specs: Location) -> tuple[dict[str, int], list[Problem]]:
     problems: list[Problem] = []
     if not specs.path.is_dir():
         return sizes, problems
-    for path in sorted(specs.path.glob("*/*.spec.manifest.json")):
-        digest = path.name.removesuffix(".spec.manifest.json").rsplit("-", 1)[-1]
-        try:
-            document = orjson.loads(strip_clearsign(path.read_bytes()))
-            records = document["data"]
-            size = next(
-                r["contentLength"]
-                for r in records
-                if str(r.get("mediaType", "")).startswith(_TARBALL_MEDIA_TYPE)
-            )
-        except (OSError, ValueError, KeyError, TypeError, StopIteration):
-            problems.append(Problem(str(path), "spec manifest without a tarball size; ignored"))
-            continue
-        if isinstance(size, int) and size >= 0:
-            sizes[digest] = size
+    paths = sorted(specs.path.glob("*/*.spec.manifest.json"))
+    # A million small files: their reading is system calls, which threads overlap.
+    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+        for path, size in zip(paths, pool.map(_tarball_size, paths, chunksize=256), strict=True):
+            if size is None:
+                problems.append(Problem(str(path), "spec manifest without a tarball size; ignored"))
+            else:
+                sizes[path.name.removesuffix(".spec.manifest.json").rsplit("-", 1)[-1]] = size
     return sizes, problems
+
+
+def _tarball_size(path: Path) -> int | None:
+    try:
+        document = orjson.loads(strip_clearsign(path.read_bytes()))
+        size = next(
+            r["contentLength"]
+            for r in document["data"]
+            if str(r.get("mediaType", "")).startswith(_TARBALL_MEDIA_TYPE)
+        )
+    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        return None
+    return size if isinstance(size, int) and size >= 0 else None
 
 
 def _read_v2(root: Location, opener: Opener, label: str) -> CacheData:

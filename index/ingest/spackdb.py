@@ -14,8 +14,11 @@ one binary and its DAG: `{"spec": {"_meta": ..., "nodes": [root, ...]}}`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any
 
 import orjson
@@ -33,6 +36,7 @@ __all__ = [
     "Edge",
     "Node",
     "SourceFormatError",
+    "binary_hashes",
     "read_database",
     "read_spec_file",
     "strip_clearsign",
@@ -143,7 +147,103 @@ _NONE = Compiler(name="none", version=None, raw="none")
 
 
 def read_database(data: bytes, source: str) -> Database:
-    """Read an index file; raise SourceFormatError when it is not one at all."""
+    """Read an index file; raise SourceFormatError when it is not one at all.
+
+    The records are read one at a time from slices of the bytes (see `_records`), so that
+    a large index never exists as one document of Python objects (1.8 GB of JSON became
+    some 15 GB of them).
+    """
+    try:
+        return _read_records(*_records(data, source), source)
+    except _SlicingError:
+        return _read_records(*_whole_document(data, source, lazy=False), source)
+
+
+def _read_records(version: int, records: Iterable[tuple[str, Any]], source: str) -> Database:
+    result = Database(source=source, version=version)
+    for digest, install in records:
+        try:
+            if not isinstance(install, dict) or not isinstance(install.get("spec"), dict):
+                raise ValueError("expected {'spec': {...}, 'in_buildcache': ...}")
+            node = _node(install["spec"], digest, bool(install.get("in_buildcache")))
+        except ValueError as exc:
+            result.problems.append(Problem(source, f"record {digest} skipped: {exc}"))
+            continue
+        result.nodes[node.hash] = node
+    return result
+
+
+def binary_hashes(data: bytes, source: str) -> set[str]:
+    """The hashes an index lists as binaries, without reading its nodes (a view's stack)."""
+    try:
+        return {digest for digest, record in _records(data, source, lazy=True)[1] if record}
+    except _SlicingError:
+        return {digest for digest, record in _whole_document(data, source, lazy=True)[1] if record}
+
+
+class _SlicingError(Exception):
+    """A record slice did not parse: the bytes are not laid out as expected."""
+
+
+# Where an install record starts: `"<dag hash>": {`. Nothing else in an index is an
+# object keyed by a DAG hash; a slice that does not parse sends us to the whole document.
+_RECORD = re.compile(rb'"([a-z2-7]{32})"\s*:\s*\{')
+_INSTALLS = re.compile(rb'"installs"\s*:\s*\{')
+_VERSION = re.compile(rb'"version"\s*:\s*"?([^",}\s]*)"?')
+_IN_BUILDCACHE = re.compile(rb'"in_buildcache"\s*:\s*(true|false)')
+
+
+def _records(data: bytes, source: str, lazy: bool = False) -> tuple[int, Iterator[tuple[str, Any]]]:
+    """The database version and its records, (hash, record), read slice by slice.
+
+    With `lazy`, a record is only True or False (whether it is in the build cache), found
+    without parsing the node. Falls back to parsing the whole document when the bytes are
+    not laid out as an index usually is.
+    """
+    installs = _INSTALLS.search(data)
+    starts = list(_RECORD.finditer(data, installs.end())) if installs else []
+    if not starts:
+        return _whole_document(data, source, lazy)
+    last_end = _end_of_value(data, starts[-1].end() - 1)
+    after = data[last_end:].lstrip()
+    if last_end < 0 or not after.startswith(b"}"):
+        return _whole_document(data, source, lazy)
+    # The database's own version sits before its installs or after them.
+    version = _VERSION.search(data[: installs.start()]) or _VERSION.search(after)  # type: ignore[union-attr]
+    if version is None:
+        return _whole_document(data, source, lazy)
+    ends = [m.start() for m in starts[1:]] + [last_end]
+
+    def records() -> Iterator[tuple[str, Any]]:
+        for match, end in zip(starts, ends, strict=True):
+            piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
+            if lazy:
+                flag = _IN_BUILDCACHE.search(piece)
+                if flag is not None:
+                    yield match.group(1).decode(), flag.group(1) == b"true"
+                    continue
+            try:
+                record = orjson.loads(piece)
+            except orjson.JSONDecodeError as exc:
+                raise SourceFormatError(
+                    f"not valid JSON ({exc}) in record {match.group(1).decode()}"
+                ) from None
+            yield match.group(1).decode(), bool(record.get("in_buildcache")) if lazy else record
+
+    return _db_version(version.group(1).decode()), records()
+
+
+def _end_of_value(data: bytes, start: int) -> int:
+    """Where the JSON object starting at `start` ends, or -1."""
+    text = data[start:].decode("utf-8", "replace")
+    try:
+        _, end = json.JSONDecoder().raw_decode(text)
+    except ValueError:
+        return -1
+    return start + len(text[:end].encode("utf-8", "replace"))
+
+
+def _whole_document(data: bytes, source: str, lazy: bool) -> tuple[int, Iterator[tuple[str, Any]]]:
     document = _json(data, source)
     database = document.get("database") if isinstance(document, dict) else None
     if not isinstance(database, dict):
@@ -152,17 +252,12 @@ def read_database(data: bytes, source: str) -> Database:
     installs = database.get("installs")
     if not isinstance(installs, dict):
         raise SourceFormatError("the database has no 'installs' object")
-    result = Database(source=source, version=version)
-    for digest, install in installs.items():
-        try:
-            if not isinstance(install, dict) or not isinstance(install.get("spec"), dict):
-                raise ValueError("expected {'spec': {...}, 'in_buildcache': ...}")
-            node = _node(install["spec"], str(digest), bool(install.get("in_buildcache")))
-        except ValueError as exc:
-            result.problems.append(Problem(source, f"record {digest} skipped: {exc}"))
-            continue
-        result.nodes[node.hash] = node
-    return result
+    if lazy:
+        return version, (
+            (str(h), isinstance(r, dict) and bool(r.get("in_buildcache")))
+            for h, r in installs.items()
+        )
+    return version, ((str(h), r) for h, r in installs.items())
 
 
 def _db_version(value: object) -> int:
@@ -263,8 +358,8 @@ def _node(
         raise ValueError("'arch.target' names no target")
     variants, flags = _parameters(node.get("parameters") or {})
     return Node(
-        hash=digest,
-        name=name,
+        hash=intern(digest),
+        name=intern(name),
         version=version,
         os=_text(arch, "platform_os"),
         platform=_text(arch, "platform"),
@@ -344,22 +439,30 @@ def _edges(dependencies: object, aliases: Mapping[str, str]) -> Iterable[Edge]:
         items = dependencies
     else:
         raise ValueError("'dependencies' must be a list or an object")
+    shared = _SHARED
     for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise ValueError("a dependency needs a 'name'")
-        digest = next(
-            (item[k] for k in ("hash", "full_hash", "build_hash") if isinstance(item.get(k), str)),
-            None,
-        )
-        if digest is None:
-            raise ValueError(f"dependency {item['name']!r} has no hash")
-        digest = aliases.get(digest, digest)
-        parameters = item.get("parameters") or {}
-        deptypes = parameters.get("deptypes", item.get("type", ()))
-        virtuals = parameters.get("virtuals", ())
+        try:
+            name = item["name"]
+            digest = item.get("hash") or item.get("full_hash") or item.get("build_hash")
+            parameters = item.get("parameters")
+        except (TypeError, KeyError, AttributeError):
+            raise ValueError("a dependency must be an object with a 'name'") from None
+        if not isinstance(name, str) or not isinstance(digest, str):
+            raise ValueError(f"dependency {name!r} has no hash")
+        if parameters:
+            deptypes, virtuals = parameters.get("deptypes") or (), parameters.get("virtuals") or ()
+        else:
+            deptypes, virtuals = item.get("type") or (), ()
+        deptypes = (deptypes,) if isinstance(deptypes, str) else tuple(deptypes)
+        virtuals = tuple(virtuals)
+        # Millions of edges point at a few hundred thousand nodes and have a few kinds:
+        # share their strings and tuples.
         yield Edge(
-            name=item["name"],
-            hash=digest,
-            deptypes=tuple(str(d) for d in (deptypes or ())),
-            virtuals=tuple(str(v) for v in (virtuals or ())),
+            intern(name),
+            intern(aliases.get(digest, digest)),
+            shared.setdefault(deptypes, deptypes),
+            shared.setdefault(virtuals, virtuals),
         )
+
+
+_SHARED: dict[tuple[str, ...], tuple[str, ...]] = {}

@@ -80,8 +80,11 @@ def spec_node(
     parts.extend(_atoms(snapshot, "atoms", (a for v in criteria.variants for a in v.atoms)))
     if criteria.depends_on is not None:
         inner = criteria.depends_on
+        name = inner.fields[0][1].eq if inner == _named(inner) else None
         parts.append(
-            depending_on(snapshot, tag, lambda table: spec_node(table, inner, tag), "dependsOn")
+            depending_on(
+                snapshot, tag, lambda table: spec_node(table, inner, tag), "dependsOn", name
+            )
         )
     parts.extend(spec_node(snapshot, sub, tag) for sub in criteria.all_of)
     if criteria.any_of is not None:
@@ -103,12 +106,17 @@ def _atoms(snapshot: Snapshot, column: str, atoms: Iterable[str]) -> Iterator[No
 
 
 def depending_on(
-    snapshot: Snapshot, tag: Snapshot, build: Callable[[Snapshot], Node], what: str
+    snapshot: Snapshot,
+    tag: Snapshot,
+    build: Callable[[Snapshot], Node],
+    what: str,
+    name: str | None = None,
 ) -> Node:
     """The rows of `snapshot` whose DAG has a node (at any depth) matching `build`'s node.
 
     Nodes are matched in both of the tag's tables: its binaries, and its other nodes
-    (outside the cache, matched by what the index records of them).
+    (outside the cache, matched by what the index records of them). When the node is
+    constrained by its package `name` alone, one posting list answers.
     """
     dag = tag.dag
     if dag is None:
@@ -116,6 +124,8 @@ def depending_on(
             f"{what} cannot be answered in tag {tag.tag!r}: its sources (cache pages) record "
             "no dependencies; index a Spack build cache to ask about them"
         )
+    if name is not None and snapshot is tag:
+        return RowsLeaf(dag.specs_depending_on_name(name))
     matched = [build(tag).rows(0, tag.num_specs)]
     if tag.nodes is not None:
         matched.append(build(tag.nodes).rows(0, tag.nodes.num_specs) + tag.num_specs)
@@ -156,8 +166,23 @@ def query_node(snapshot: Snapshot, query: SpecQuery, tag: Snapshot | None = None
                 f"dependency constraints ('^...') cannot be answered in tag {tag.tag!r}: its "
                 f"sources (cache pages) list no dependencies of a spec\n{dependency.pointer()}"
             )
-        parts.append(depending_on(snapshot, tag, _query_of(dependency, tag), "^"))
+        name = dependency.name if _only_named(dependency) else None
+        parts.append(depending_on(snapshot, tag, _query_of(dependency, tag), "^", name))
     return conjunction(parts)
+
+
+def _named(criteria: SpecCriteria) -> SpecCriteria | None:
+    """`criteria` as exactly `package: {eq: name}` and nothing else, if that is what it is."""
+    if len(criteria.fields) != 1 or criteria.fields[0][0] != "package":
+        return None
+    name = criteria.fields[0][1].eq
+    return SpecCriteria(fields=(("package", StringMatch(eq=name)),)) if name else None
+
+
+def _only_named(query: SpecQuery) -> bool:
+    """A `^name` with no other constraint on that node."""
+    bare = SpecQuery(text=query.text, name=query.name, position=query.position)
+    return query.name is not None and query == bare
 
 
 def _query_of(query: SpecQuery, tag: Snapshot) -> Callable[[Snapshot], Node]:
