@@ -1,91 +1,54 @@
-"""The ASGI application: strawberry's GraphQL app at /graphql, plus health and reload."""
+"""The ASGI application: GraphQL at /graphql, the playground, health, readiness, metrics.
+
+From the outside in: each request gets an id and a log line (`access_log`), is measured
+(`metrics`), passes CORS and gzip, then reaches its route; /graphql answers repeated
+requests from the response cache before the GraphQL layer (`graphql_http`) runs.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
-from starlette.websockets import WebSocket
-from strawberry.asgi import GraphQL
 
-from cachegql.schema import DEFAULT_MAX_FIRST, Context, build_schema
+from cachegql.schema import export_sdl
+from cachegql.server import playground
+from cachegql.server.access_log import AccessLog
+from cachegql.server.graphql_http import GraphQLApp
 from cachegql.server.holder import IndexHolder
-from cachegql.server.offload import Offloader
+from cachegql.server.metrics import Metrics, MetricsMiddleware
 from cachegql.server.response_cache import ResponseCache
+from cachegql.server.settings import Settings
 from cachegql.server.version import VERSION
 
-__all__ = ["GraphQLApp", "Settings", "app_from_env", "create_app"]
+__all__ = ["Settings", "app_from_env", "create_app"]
 
 logger = logging.getLogger("cachegql.server")
-ENV_PREFIX = "CACHEGQL_"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How to serve: the index, its default tag, the page cap, how often to look for rebuilds."""
-
-    index: Path
-    default_tag: str | None = None
-    max_first: int = DEFAULT_MAX_FIRST
-    reload_interval: float = 2.0
-    response_cache_mb: float = 64.0
-
-    def to_env(self) -> dict[str, str]:
-        env = {
-            "INDEX": str(self.index),
-            "MAX_FIRST": str(self.max_first),
-            "RELOAD_INTERVAL": str(self.reload_interval),
-            "RESPONSE_CACHE_MB": str(self.response_cache_mb),
-        }
-        if self.default_tag:
-            env["DEFAULT_TAG"] = self.default_tag
-        return {ENV_PREFIX + k: v for k, v in env.items()}
-
-    @classmethod
-    def from_env(cls) -> Settings:
-        env = os.environ
-        return cls(
-            index=Path(env[ENV_PREFIX + "INDEX"]),
-            default_tag=env.get(ENV_PREFIX + "DEFAULT_TAG") or None,
-            max_first=int(env.get(ENV_PREFIX + "MAX_FIRST", DEFAULT_MAX_FIRST)),
-            reload_interval=float(env.get(ENV_PREFIX + "RELOAD_INTERVAL", 2.0)),
-            response_cache_mb=float(env.get(ENV_PREFIX + "RESPONSE_CACHE_MB", 64.0)),
-        )
-
-
-class GraphQLApp(GraphQL[Context, None]):
-    """Each request is answered from the index current when it arrived."""
-
-    def __init__(self, holder: IndexHolder, settings: Settings) -> None:
-        self.offloader = Offloader()
-        super().__init__(build_schema(settings.max_first, runner=self.offloader))
-        self.holder = holder
-        self.settings = settings
-
-    async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
-        return Context(store=self.holder.store, max_first=self.settings.max_first)
 
 
 def create_app(settings: Settings) -> Starlette:
     """The application for `settings`; the index is opened here, before the first request."""
     holder = IndexHolder(settings.index, settings.default_tag)
+    metrics = Metrics(holder)
+    holder.on_reload = metrics.reloaded
     graphql_app = GraphQLApp(holder, settings)
     graphql = ResponseCache(
         graphql_app,
         build_id=lambda: holder.store.build_id,
         max_bytes=int(settings.response_cache_mb * 1024 * 1024),
     )
+    ready = {"serving": False}
+    sdl = export_sdl()
 
     async def health(request: Request) -> Response:
         store = holder.store
@@ -100,6 +63,14 @@ def create_app(settings: Settings) -> Starlette:
             }
         )
 
+    async def readiness(request: Request) -> Response:
+        if ready["serving"]:
+            return JSONResponse({"status": "ready", "build": holder.store.build_id})
+        return JSONResponse({"status": "not ready"}, status_code=503)
+
+    async def schema(request: Request) -> Response:
+        return PlainTextResponse(sdl, media_type="application/graphql")
+
     async def home(request: Request) -> Response:
         return RedirectResponse("/graphql")
 
@@ -108,19 +79,47 @@ def create_app(settings: Settings) -> Starlette:
         async with anyio.create_task_group() as tasks:
             if settings.reload_interval > 0:
                 tasks.start_soon(_watch, holder, settings.reload_interval)
-            yield
-            tasks.cancel_scope.cancel()
+            ready["serving"] = True
+            try:
+                yield
+            finally:
+                ready["serving"] = False  # shutting down: no new traffic, please
+                tasks.cancel_scope.cancel()
 
+    middleware = [
+        Middleware(AccessLog, log_format=settings.log_format, enabled=settings.access_log),
+        Middleware(MetricsMiddleware, metrics=metrics),
+    ]
+    if settings.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(settings.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["*"],
+                expose_headers=["ETag", "X-Request-ID"],
+                max_age=600,
+            )
+        )
+    if settings.gzip_min_bytes > 0:
+        middleware.append(Middleware(GZipMiddleware, minimum_size=settings.gzip_min_bytes))
     app = Starlette(
         routes=[
             Route("/", home),
             Route("/healthz", health),
+            Route("/readyz", readiness),
+            Route("/metrics", metrics.endpoint),
+            Route("/graphql/schema.graphql", schema),
             Route("/graphql", graphql, methods=["GET", "POST"]),
+            *playground.routes(),
         ],
+        middleware=middleware,
         lifespan=lifespan,
     )
     app.state.holder = holder
     app.state.offloader = graphql_app.offloader
+    app.state.metrics = metrics
+    app.state.response_cache = graphql
     return app
 
 

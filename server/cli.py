@@ -129,6 +129,42 @@ def _parser() -> argparse.ArgumentParser:
         "--no-access-log", action="store_true", help="do not log each request (saves CPU)"
     )
     serve.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="access log lines as text, or one JSON object per request (default text)",
+    )
+    serve.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages of ORIGIN (e.g. https://app.example.org) call the API from a browser; "
+        "repeatable; '*' for any origin; off by default",
+    )
+    serve.add_argument(
+        "--cache-max-age",
+        type=int,
+        default=60,
+        metavar="SECONDS",
+        help="Cache-Control max-age of GET answers, for browsers and CDNs (default 60; "
+        "0: no-cache)",
+    )
+    serve.add_argument(
+        "--gzip-min-bytes",
+        type=int,
+        default=1024,
+        metavar="BYTES",
+        help="gzip answers at least this long when the client accepts it (default 1024; 0: never)",
+    )
+    serve.add_argument(
+        "--persisted-queries",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="automatic persisted queries remembered per worker (default 10000)",
+    )
+    serve.add_argument(
         "--response-cache-mb",
         type=float,
         default=64.0,
@@ -245,7 +281,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from cachegql.index import IndexLoadError, IndexStore
     from cachegql.schema import DEFAULT_MAX_FIRST
-    from cachegql.server.app import Settings
+    from cachegql.server.settings import Settings
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
     if args.index is None:
@@ -266,6 +302,12 @@ def _serve(args: argparse.Namespace) -> int:
         max_first=DEFAULT_MAX_FIRST if args.max_first is None else args.max_first,
         reload_interval=args.reload_interval,
         response_cache_mb=args.response_cache_mb,
+        cache_max_age=args.cache_max_age,
+        cors_origins=tuple(args.cors_origin),
+        gzip_min_bytes=args.gzip_min_bytes,
+        persisted_queries=args.persisted_queries,
+        log_format=args.log_format,
+        access_log=not args.no_access_log,
     )
     os.environ.update(settings.to_env())
     print(f"GraphiQL and the API: http://{args.host}:{args.port}/graphql", file=sys.stderr)
@@ -278,7 +320,7 @@ def _serve(args: argparse.Namespace) -> int:
         loop="uvloop",
         http="httptools",
         log_level="info",
-        access_log=not args.no_access_log,
+        access_log=False,  # the app logs each request itself (server/access_log.py)
     )
     return 0
 

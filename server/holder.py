@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from cachegql.index import IndexStore
@@ -20,6 +21,8 @@ class IndexHolder:
         self.path = path
         self.default_tag = default_tag
         self.store = IndexStore(path, default_tag)
+        self.on_reload: Callable[[bool], None] = _ignore
+        """Told whether each attempt to load a newly published build succeeded."""
         _settle()
 
     def reload_if_changed(self) -> bool:
@@ -39,13 +42,19 @@ class IndexHolder:
             logger.exception(
                 "new index at %s failed to load; still serving %s", folder, self.store.build_id
             )
+            self.on_reload(False)
             return False
         _settle()
         # Requests already running keep the old store; it holds no reference cycle, so it
         # is freed by reference counting when the last of them finishes.
         self.store = store
         logger.info("now serving index build %s", store.build_id)
+        self.on_reload(True)
         return True
+
+
+def _ignore(ok: bool) -> None:
+    pass
 
 
 def _settle() -> None:
