@@ -22,6 +22,14 @@ PACKAGE_DIRS := $(addsuffix /,$(shell find index schema server demo -type d -not
 
 .PHONY: serve test lint format schema lock wheel-check bench clean
 
+# The JavaScript clients the test suite runs against the server (tests/test_clients.py),
+# from tests/node's lock file; skipped (and those tests then skip) where npm is missing.
+NODE_STAMP := tests/node/node_modules/.installed
+$(NODE_STAMP): tests/node/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix tests/node --no-audit --no-fund --loglevel=error && touch $(NODE_STAMP); \
+	else echo "npm not found: the JavaScript client tests will skip"; fi
+
 $(STAMP): requirements-dev.lock pyproject.toml $(PACKAGE_DIRS)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "cachegql needs Python 3.11 or newer: run make with PYTHON=python3.11")'
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +44,7 @@ serve: $(STAMP)
 
 ## test: the whole test suite on two workers (the corpus suite skips without ../shared,
 ## and fails then when CI=true; CI=true also measures coverage)
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/pytest -n 2 --dist loadscope $(PYTEST_ARGS)
 
 ## lint: ruff (lint and format check) and mypy --strict (the package and the tests)
@@ -44,6 +52,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/hadolint Dockerfile
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
@@ -76,4 +85,4 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache *.egg-info .coverage*
+	rm -rf $(VENV) tests/node/node_modules build dist .pytest_cache .mypy_cache .ruff_cache *.egg-info .coverage*

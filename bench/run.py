@@ -12,6 +12,7 @@ Every load test is bounded: `--concurrency` keep-alive connections for at most
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -329,7 +330,8 @@ def server(
                 raise RuntimeError("server did not answer within 120 s")
         yield process, time.perf_counter() - started
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # it may have exited on its own
+            os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:

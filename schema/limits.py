@@ -3,6 +3,12 @@
 A connection's `nodes` and `edges` repeat their selection up to `first` times (the
 cap when `first` comes from a variable, 20 when it is left out), and nested
 connections multiply; everything else is counted once per enclosing item.
+
+Introspection (`__schema`, `__type`) is measured apart: the standard introspection
+queries of graphql-js, graphql-core and gql are 13 to 15 levels deep, mostly `ofType`
+chains, and must answer for GraphiQL, codegen and Apollo to work. Their depth has its
+own, higher bound (a deep `ofType` bomb is still refused), and graphql-core's
+`MaxIntrospectionDepthRule` refuses nested `fields { type { fields ...` lists.
 """
 
 from __future__ import annotations
@@ -24,10 +30,18 @@ from graphql import (
 from cachegql.schema.errors import QUERY_TOO_COMPLEX
 from cachegql.schema.pagination import DEFAULT_FIRST, DEFAULT_MAX_FIRST
 
-__all__ = ["CONNECTION_FIELDS", "MAX_DEPTH", "MAX_VALUES", "complexity_rule"]
+__all__ = [
+    "CONNECTION_FIELDS",
+    "MAX_DEPTH",
+    "MAX_INTROSPECTION_DEPTH",
+    "MAX_VALUES",
+    "complexity_rule",
+]
 
 MAX_DEPTH = 12
+MAX_INTROSPECTION_DEPTH = 24
 MAX_VALUES = 100_000
+INTROSPECTION_FIELDS = frozenset({"__schema", "__type"})
 CONNECTION_FIELDS = frozenset({"specs", "packages"})
 PAGE_FIELDS = frozenset({"nodes", "edges"})
 
@@ -41,7 +55,12 @@ def complexity_rule(
         def enter_operation_definition(self, node: OperationDefinitionNode, *_: Any) -> None:
             measure = _Measure(self.context, max_first)
             depth, values = measure.selection_set(node.selection_set, 1, 1, frozenset())
-            if depth > max_depth:
+            if measure.introspection_depth > MAX_INTROSPECTION_DEPTH:
+                message = (
+                    f"the introspection is {measure.introspection_depth} levels deep; the limit "
+                    f"is {MAX_INTROSPECTION_DEPTH}"
+                )
+            elif depth > max_depth:
                 message = f"the query is {depth} levels deep; the limit is {max_depth}"
             elif values > max_values:
                 message = (
@@ -59,6 +78,7 @@ class _Measure:
     def __init__(self, context: ValidationContext, max_first: int) -> None:
         self.context = context
         self.max_first = max_first
+        self.introspection_depth = 0
 
     def selection_set(
         self,
@@ -80,8 +100,11 @@ class _Measure:
                 sub_depth, sub_values = self.selection_set(
                     selection.selection_set, times, inner_page, fragments
                 )
-                depth = max(depth, sub_depth + 1)
                 values += times + sub_values
+                if name in INTROSPECTION_FIELDS:  # measured apart (see the module docstring)
+                    self.introspection_depth = max(self.introspection_depth, sub_depth + 1)
+                    continue
+                depth = max(depth, sub_depth + 1)
             else:
                 if isinstance(selection, InlineFragmentNode):
                     inner = selection.selection_set

@@ -1,8 +1,9 @@
 """The ASGI application: GraphQL at /graphql, the playground, health, readiness, metrics.
 
-From the outside in: each request gets an id and a log line (`access_log`), is measured
-(`metrics`), passes CORS and gzip, then reaches its route; /graphql answers repeated
-requests from the response cache before the GraphQL layer (`graphql_http`) runs.
+From the outside in: each request gets an id, and once answered is measured (`metrics`)
+and logged (`access_log`); it passes CORS and gzip (`compression`), then reaches its
+route; /graphql answers repeated requests from the response cache before the GraphQL
+layer (`graphql_http`) runs.
 """
 
 from __future__ import annotations
@@ -16,17 +17,17 @@ import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from cachegql.schema import export_sdl
 from cachegql.server import playground
-from cachegql.server.access_log import AccessLog
-from cachegql.server.graphql_http import GraphQLApp
+from cachegql.server.access_log import AccessLog, configure_logger
+from cachegql.server.compression import Compression
+from cachegql.server.graphql_http import GraphQLEndpoint
 from cachegql.server.holder import IndexHolder
-from cachegql.server.metrics import Metrics, MetricsMiddleware
+from cachegql.server.metrics import Metrics
 from cachegql.server.response_cache import ResponseCache
 from cachegql.server.settings import Settings
 from cachegql.server.version import VERSION
@@ -41,11 +42,13 @@ def create_app(settings: Settings) -> Starlette:
     holder = IndexHolder(settings.index, settings.default_tag)
     metrics = Metrics(holder)
     holder.on_reload = metrics.reloaded
-    graphql_app = GraphQLApp(holder, settings)
+    endpoint = GraphQLEndpoint(holder, settings)
     graphql = ResponseCache(
-        graphql_app,
+        endpoint,
         build_id=lambda: holder.store.build_id,
         max_bytes=int(settings.response_cache_mb * 1024 * 1024),
+        max_age=settings.cache_max_age,
+        gzip_min_bytes=settings.gzip_min_bytes,
     )
     ready = {"serving": False}
     sdl = export_sdl()
@@ -87,8 +90,12 @@ def create_app(settings: Settings) -> Starlette:
                 tasks.cancel_scope.cancel()
 
     middleware = [
-        Middleware(AccessLog, log_format=settings.log_format, enabled=settings.access_log),
-        Middleware(MetricsMiddleware, metrics=metrics),
+        Middleware(
+            AccessLog,
+            log_format=settings.log_format,
+            enabled=settings.access_log,
+            observe=metrics.observe,
+        ),
     ]
     if settings.cors_origins:
         middleware.append(
@@ -102,22 +109,23 @@ def create_app(settings: Settings) -> Starlette:
             )
         )
     if settings.gzip_min_bytes > 0:
-        middleware.append(Middleware(GZipMiddleware, minimum_size=settings.gzip_min_bytes))
+        middleware.append(Middleware(Compression, minimum_size=settings.gzip_min_bytes))
     app = Starlette(
         routes=[
+            Route("/graphql", graphql, methods=["GET", "POST"]),  # first: the most asked
             Route("/", home),
             Route("/healthz", health),
             Route("/readyz", readiness),
             Route("/metrics", metrics.endpoint),
             Route("/graphql/schema.graphql", schema),
-            Route("/graphql", graphql, methods=["GET", "POST"]),
             *playground.routes(),
         ],
         middleware=middleware,
         lifespan=lifespan,
     )
     app.state.holder = holder
-    app.state.offloader = graphql_app.offloader
+    app.state.offloader = endpoint.offloader
+    app.state.endpoint = endpoint
     app.state.metrics = metrics
     app.state.response_cache = graphql
     return app
@@ -132,4 +140,6 @@ async def _watch(holder: IndexHolder, interval: float) -> None:
 def app_from_env() -> Starlette:
     """Factory for uvicorn workers: settings come from CACHEGQL_* variables."""
     logging.basicConfig(level=logging.INFO)
-    return create_app(Settings.from_env())
+    settings = Settings.from_env()
+    configure_logger(settings.log_format)
+    return create_app(settings)

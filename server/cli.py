@@ -311,17 +311,22 @@ def _serve(args: argparse.Namespace) -> int:
     )
     os.environ.update(settings.to_env())
     print(f"GraphiQL and the API: http://{args.host}:{args.port}/graphql", file=sys.stderr)
-    uvicorn.run(
-        "cachegql.server.app:app_from_env",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        loop="uvloop",
-        http="httptools",
-        log_level="info",
-        access_log=False,  # the app logs each request itself (server/access_log.py)
-    )
+    from cachegql.server.metrics import multiprocess_folder
+
+    # Several workers share their counters through a folder (prometheus-client's
+    # multiprocess mode), made before uvicorn starts them and removed when it stops.
+    with multiprocess_folder(args.workers):
+        uvicorn.run(
+            "cachegql.server.app:app_from_env",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            loop="uvloop",
+            http="httptools",
+            log_level="info",
+            access_log=False,  # the app logs each request itself (server/access_log.py)
+        )
     return 0
 
 

@@ -23,14 +23,20 @@ def cache_folder() -> Path:
 
 
 def default_index(folder: Path | None = None, config: DemoConfig = DEFAULT_CONFIG) -> Path:
-    """The index of the default data, built on first use and reused afterwards."""
+    """The index of the default data, built on first use and reused afterwards.
+
+    Reusing it needs no write access (a container bakes it in as root and serves it as
+    another user); only building it takes the lock.
+    """
     folder = folder or cache_folder()
-    folder.mkdir(parents=True, exist_ok=True)
     name = (
         f"default-g{GENERATOR_VERSION}-f{FORMAT_VERSION}-"
         f"{config.packages}p-{config.specs}s-{len(config.tags)}t-seed{config.seed}"
     )
     out = folder / name
+    if _usable(out):
+        return out
+    folder.mkdir(parents=True, exist_ok=True)
     # Two servers starting at once must not build it twice.
     with (folder / f"{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -1,34 +1,245 @@
-"""GraphQL over HTTP at /graphql: strawberry's view, answering from the current index."""
+"""GraphQL over HTTP at /graphql, as the GraphQL over HTTP spec says; GraphiQL for browsers.
+
+- POST (`application/json` bodies) and GET (query parameters); a GET that is not a query
+  is 405; a malformed request (bad JSON, a wrongly typed parameter, no query) is a 400.
+- The answer is `application/graphql-response+json` when the client accepts it (then a
+  document that fails before execution, in parsing, validation or its variables, is a
+  400), else `application/json` (such failures are a 200, as before the spec). Every
+  error, whatever the status, is a GraphQL error with `extensions.code`.
+- Automatic persisted queries (Apollo's, version 1) over POST and GET.
+- GET answers without errors carry an ETag and `Cache-Control: public, max-age=N`.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
+import orjson
+from graphql import GraphQLError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.websockets import WebSocket
-from strawberry.asgi import GraphQL
+from starlette.types import Receive, Scope, Send
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
 
 from cachegql.schema import Context, build_schema
 from cachegql.server import playground
 from cachegql.server.holder import IndexHolder
+from cachegql.server.http_cache import GRAPHQL_RESPONSE, JSON, cache_control, etag, negotiate
 from cachegql.server.offload import Offloader
+from cachegql.server.persisted import PersistedQueries
+from cachegql.server.request_info import RequestInfo, request_info
 from cachegql.server.settings import Settings
 
-__all__ = ["GraphQLApp"]
+__all__ = ["GraphQLEndpoint"]
+
+BAD_USER_INPUT = "BAD_USER_INPUT"
+PERSISTED_QUERY_NOT_FOUND = "PERSISTED_QUERY_NOT_FOUND"
+PERSISTED_QUERY_NOT_SUPPORTED = "PERSISTED_QUERY_NOT_SUPPORTED"
+_OPERATION_NAME = re.compile(r"^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
+_GET_ONLY = frozenset({OperationType.QUERY})
+_POST = frozenset({OperationType.QUERY, OperationType.MUTATION})
 
 
-class GraphQLApp(GraphQL[Context, None]):
-    """Each request is answered from the index current when it arrived."""
+class BadRequestError(Exception):
+    """A request the endpoint cannot take: answered with `status` and a coded error."""
+
+    def __init__(self, status: int, message: str, code: str = BAD_USER_INPUT) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code = status, message, code
+
+
+@dataclass(frozen=True, slots=True)
+class Params:
+    """A GraphQL request's parameters, checked."""
+
+    query: str | None
+    variables: dict[str, Any] | None
+    operation_name: str | None
+    extensions: dict[str, Any] | None
+
+
+class GraphQLEndpoint:
+    """The ASGI app of /graphql; each request is answered from the index current when it
+    arrived."""
 
     def __init__(self, holder: IndexHolder, settings: Settings) -> None:
-        self.offloader = Offloader()
-        super().__init__(build_schema(settings.max_first, runner=self.offloader))
         self.holder = holder
         self.settings = settings
+        self.offloader = Offloader()
+        self.schema = build_schema(settings.max_first, runner=self.offloader)
+        self.persisted = PersistedQueries(settings.persisted_queries)
 
-    async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
-        return Context(store=self.holder.store, max_first=self.settings.max_first)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.answer(Request(scope, receive))
+        await response(scope, receive, send)
 
-    async def render_graphql_ide(self, request: Request) -> Response:
-        return HTMLResponse(playground.page())
+    async def answer(self, request: Request) -> Response:
+        info = request_info(request.scope)
+        if request.method == "GET" and _wants_page(request):
+            return HTMLResponse(playground.page())
+        media = negotiate(request.headers.get("accept", ""))
+        try:
+            if media is None:
+                raise BadRequestError(
+                    406, f"this endpoint answers {GRAPHQL_RESPONSE} or {JSON}: accept one of them"
+                )
+            params = await _params(request)
+            query = self._query(params, info)
+            return await self._execute(request, params, query, media, info)
+        except BadRequestError as exc:
+            info.codes.append(exc.code)
+            # A malformed request is a 4xx in any media type; a persisted query not
+            # found, a GraphQL answer, is a 200 under plain JSON (Apollo's older clients).
+            legacy = media != GRAPHQL_RESPONSE and exc.code == PERSISTED_QUERY_NOT_FOUND
+            status = 200 if legacy else exc.status
+            return _json(
+                {"errors": [{"message": exc.message, "extensions": {"code": exc.code}}]},
+                status,
+                media or JSON,
+                headers={"Allow": "GET, POST"} if exc.status == 405 else None,
+            )
+
+    def _query(self, params: Params, info: RequestInfo) -> str:
+        """The query text: given, or remembered under its persisted-query hash."""
+        persisted = (params.extensions or {}).get("persistedQuery")
+        if persisted is None:
+            if not params.query:
+                raise BadRequestError(400, "no GraphQL query: send one as 'query'")
+            return params.query
+        if not isinstance(persisted, dict) or persisted.get("version") != 1:
+            raise BadRequestError(
+                400,
+                "only version 1 of persisted queries is supported",
+                PERSISTED_QUERY_NOT_SUPPORTED,
+            )
+        sha256 = persisted.get("sha256Hash")
+        if not isinstance(sha256, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+            raise BadRequestError(400, "persistedQuery.sha256Hash must be 64 hexadecimal digits")
+        if params.query:
+            if not self.persisted.register(sha256, params.query):
+                raise BadRequestError(400, "provided sha256Hash does not match the query")
+            info.persisted = "registered"
+            return params.query
+        text = self.persisted.lookup(sha256.lower())
+        if text is None:
+            info.persisted = "miss"
+            # Apollo's clients look for this message and code, then send the query.
+            raise BadRequestError(400, "PersistedQueryNotFound", PERSISTED_QUERY_NOT_FOUND)
+        info.persisted = "hit"
+        return text
+
+    async def _execute(
+        self, request: Request, params: Params, query: str, media: str, info: RequestInfo
+    ) -> Response:
+        info.operation = params.operation_name or _operation_name(query)
+        store = self.holder.store
+        try:
+            result = await self.schema.execute(
+                query,
+                variable_values=params.variables,
+                context_value=Context(store=store, max_first=self.settings.max_first),
+                operation_name=params.operation_name,
+                allowed_operation_types=_GET_ONLY if request.method == "GET" else _POST,
+            )
+        except InvalidOperationTypeError:
+            raise BadRequestError(405, "only queries can be sent with GET; use POST") from None
+        except CannotGetOperationTypeError:
+            if params.operation_name:
+                message = f"the document has no operation named {params.operation_name!r}"
+            else:
+                message = "the document has several operations: name one with 'operationName'"
+            raise BadRequestError(400, message) from None
+        body = _body(result)
+        errors = result.errors or []
+        info.codes.extend(str((e.extensions or {}).get("code", "")) for e in errors)
+        status = 400 if media == GRAPHQL_RESPONSE and errors and _before_execution(errors) else 200
+        headers = {}
+        if request.method == "GET":
+            if errors:
+                headers["Cache-Control"] = "no-store"
+            else:
+                headers["Cache-Control"] = cache_control(self.settings.cache_max_age)
+                headers["ETag"] = etag(store.build_id, media, request.scope["query_string"])
+        return _json(body, status, media, headers)
+
+
+def _wants_page(request: Request) -> bool:
+    """A browser asking for the playground: HTML preferred, no query in the URL."""
+    accept = request.headers.get("accept", "")
+    return "text/html" in accept and "query" not in request.query_params
+
+
+async def _params(request: Request) -> Params:
+    if request.method == "GET":
+        raw: dict[str, Any] = dict(request.query_params)
+        for key in ("variables", "extensions"):
+            if raw.get(key):
+                raw[key] = _decode(raw[key].encode(), f"'{key}'")
+    else:
+        media, _, parameters = request.headers.get("content-type", "").partition(";")
+        if media.strip().lower() != JSON:
+            raise BadRequestError(
+                415, f"send the request as {JSON} (got {media.strip() or 'none'})"
+            )
+        charset = re.search(r"charset=([^;\s]+)", parameters, re.IGNORECASE)
+        if charset and charset.group(1).strip("\"'").lower() not in ("utf-8", "utf8"):
+            raise BadRequestError(415, "the request body must be UTF-8")
+        raw = _decode(await request.body(), "the body")
+        if isinstance(raw, list):
+            raise BadRequestError(400, "batched requests (a JSON list) are not supported")
+        if not isinstance(raw, dict):
+            raise BadRequestError(400, "the body must be a JSON object with a 'query'")
+    query, variables = raw.get("query"), raw.get("variables")
+    name, extensions = raw.get("operationName"), raw.get("extensions")
+    if not isinstance(query, str | None):
+        raise BadRequestError(400, "'query' must be a string")
+    if not isinstance(variables, dict | None):
+        raise BadRequestError(400, "'variables' must be a JSON object")
+    if not isinstance(name, str | None):
+        raise BadRequestError(400, "'operationName' must be a string")
+    if not isinstance(extensions, dict | None):
+        raise BadRequestError(400, "'extensions' must be a JSON object")
+    return Params(query or None, variables, name or None, extensions)
+
+
+def _decode(data: bytes, what: str) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequestError(400, f"{what} is not valid JSON: {exc}") from None
+
+
+def _operation_name(query: str) -> str | None:
+    match = _OPERATION_NAME.match(query)
+    return match.group(1) if match else None
+
+
+def _before_execution(errors: list[GraphQLError]) -> bool:
+    """Errors of parsing, validation or variables: none has a path into the answer."""
+    return all(error.path is None for error in errors)
+
+
+def _body(result: ExecutionResult) -> dict[str, Any]:
+    body: dict[str, Any] = {"data": result.data}
+    if result.errors:
+        body["errors"] = [error.formatted for error in result.errors]
+        if _before_execution(result.errors) and result.data is None:
+            del body["data"]  # the request never ran: there is no data, not even null
+    if result.extensions:
+        body["extensions"] = result.extensions
+    return body
+
+
+def _json(
+    body: dict[str, Any], status: int, media: str, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(
+        orjson.dumps(body),
+        status_code=status,
+        headers=headers,
+        media_type=f"{media}; charset=utf-8",
+    )

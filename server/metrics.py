@@ -1,40 +1,268 @@
-"""Prometheus metrics at /metrics.
+"""Prometheus metrics at /metrics, correct with several worker processes.
 
-TO BE REPLACED (issue 11): requests by operation and outcome, latency, error codes, response
-cache hits and misses, the index build and its age, specs per tag, reloads; correct with
-several worker processes.
+Metric names (Prometheus text format; counters carry the `_total` suffix):
+
+- `cachegql_requests_total{path, operation, status, outcome}`: HTTP requests once
+  answered. `path` is the route's path template (`/graphql`, `/healthz`, ...), `(other)`
+  when no route matched; `operation` the GraphQL operation name, `""` when there is none;
+  `status` the status class (`2xx` ... `5xx`); `outcome` `error` for a status of 400 or
+  more or a GraphQL answer with errors, else `ok`.
+- `cachegql_request_duration_seconds{path, operation}`: histogram of the time from the
+  request's arrival to the last byte of its answer.
+- `cachegql_graphql_errors_total{operation, code}`: GraphQL errors by `extensions.code`,
+  one per error of an answer.
+- `cachegql_response_cache_requests_total{result}`: `hit` or `miss` of the response cache.
+- `cachegql_persisted_queries_total{result}`: `hit`, `miss` or `registered` (automatic
+  persisted queries).
+- `cachegql_index_reloads_total{result}`: attempts to load a newly published index build,
+  `ok` or `failed`, summed over workers (each worker loads it).
+- `cachegql_index_build_info{build_id}`: 1, labelled with the build being served.
+- `cachegql_index_build_timestamp_seconds`: when that build was made (from its id,
+  `YYYYmmddTHHMMSS-xxxxxx`, UTC).
+- `cachegql_index_age_seconds`: its age at scrape time.
+- `cachegql_index_specs{tag}`: specs per tag of that build.
+
+Bounded labels: each worker admits the first `max_operations` (100) distinct operation
+names it sees that are valid GraphQL names of at most 64 characters, and the first 32
+error codes shaped like codes (`A_CODE`); any other name or code is counted as `(other)`
+(which no GraphQL name can be). A client sending ever new names thus adds at most 100
+values per worker; `path` is a route's template, never the path requested.
+
+Several workers: uvicorn's workers are processes, each with its own memory. When
+`PROMETHEUS_MULTIPROC_DIR` names a folder (`cachegql serve --workers N` makes one per run
+with `multiprocess_folder`), counters and histograms are kept in files there by
+prometheus_client's multiprocess mode, and a scrape answered by any worker sums all of
+them. The index gauges are computed at scrape time from the answering worker's index:
+every worker serves the same published index and picks up a new build within the reload
+interval. A process holds one `Metrics` then (two would write the same series). Without
+the variable, each `Metrics` has a registry of its own (tests create many apps in one
+process), and counters also show their `_created` time.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, values
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import Response
+from starlette.types import Scope
 
 from cachegql.server.holder import IndexHolder
+from cachegql.server.request_info import request_info
 
-__all__ = ["Metrics", "MetricsMiddleware"]
+__all__ = ["MULTIPROC_ENV", "Metrics", "multiprocess_folder"]
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+OTHER = "(other)"
+MAX_OPERATIONS = 100
+MAX_CODES = 32
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+_NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,63}")
+_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
+_STATUS_CLASSES = ("0xx", "1xx", "2xx", "3xx", "4xx", "5xx")
+PERSISTED_RESULTS = ("hit", "miss", "registered")
+
+
+@contextlib.contextmanager
+def multiprocess_folder(workers: int) -> Iterator[Path | None]:
+    """With `workers` > 1, a new empty `PROMETHEUS_MULTIPROC_DIR` for the run, removed at exit.
+
+    Enter it before uvicorn starts its workers: they inherit the environment. With one
+    worker, metrics stay in memory and nothing is done.
+    """
+    if workers <= 1:
+        yield None
+        return
+    previous = os.environ.get(MULTIPROC_ENV)
+    folder = Path(tempfile.mkdtemp(prefix="cachegql-metrics-"))
+    os.environ[MULTIPROC_ENV] = str(folder)
+    try:
+        yield folder
+    finally:
+        if previous is None:
+            os.environ.pop(MULTIPROC_ENV, None)
+        else:
+            os.environ[MULTIPROC_ENV] = previous
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Metrics:
-    """The metrics of one worker process."""
+    """The metrics of one worker process, and the /metrics endpoint."""
+
+    def __init__(self, holder: IndexHolder, *, max_operations: int = MAX_OPERATIONS) -> None:
+        self.holder = holder
+        self.max_operations = max_operations
+        folder = os.environ.get(MULTIPROC_ENV)
+        self.multiprocess = bool(folder)
+        self.registry = CollectorRegistry(auto_describe=True)
+        if folder:
+            _use_multiprocess_values()
+            MultiProcessCollector(self.registry, path=folder)  # type: ignore[no-untyped-call]
+        own = None if folder else self.registry  # in files, or in this registry
+        self.registry.register(_IndexCollector(holder))
+        self._requests = Counter(
+            "cachegql_requests",
+            "HTTP requests answered, by route, GraphQL operation, status class and outcome",
+            ["path", "operation", "status", "outcome"],
+            registry=own,
+        )
+        self._duration = Histogram(
+            "cachegql_request_duration_seconds",
+            "Time from a request's arrival to the end of its answer",
+            ["path", "operation"],
+            buckets=BUCKETS,
+            registry=own,
+        )
+        self._errors = Counter(
+            "cachegql_graphql_errors",
+            "GraphQL errors answered, by operation and extensions.code",
+            ["operation", "code"],
+            registry=own,
+        )
+        self._cache = Counter(
+            "cachegql_response_cache_requests",
+            "Requests the response cache was asked about: hit or miss",
+            ["result"],
+            registry=own,
+        )
+        self._persisted = Counter(
+            "cachegql_persisted_queries",
+            "Automatic persisted queries: hit, miss or registered",
+            ["result"],
+            registry=own,
+        )
+        self._reloads = Counter(
+            "cachegql_index_reloads",
+            "Attempts to load a newly published index build (each worker loads it)",
+            ["result"],
+            registry=own,
+        )
+        # Children by label values (labels() validates each time; this is a dict lookup).
+        self._request_children: dict[tuple[str, str, str, str], Counter] = {}
+        self._duration_children: dict[tuple[str, str], Histogram] = {}
+        self._error_children: dict[tuple[str, str], Counter] = {}
+        self._operations: set[str] = set()
+        self._codes: set[str] = set()
+        # Created now, so that they are exposed (as 0) before the first of each.
+        self._cache_children = {r: self._cache.labels(r) for r in ("hit", "miss")}
+        self._persisted_children = {r: self._persisted.labels(r) for r in PERSISTED_RESULTS}
+        for result in ("ok", "failed"):
+            self._reloads.labels(result)
+
+    def reloaded(self, ok: bool) -> None:
+        """An index reload succeeded (or failed)."""
+        self._reloads.labels("ok" if ok else "failed").inc()
+
+    async def endpoint(self, request: Request) -> Response:
+        """GET /metrics: everything, in the format the scraper accepts (Prometheus text)."""
+        encode, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encode(self.registry), headers={"Content-Type": content_type})
+
+    def observe(self, scope: Scope, status: int, seconds: float) -> None:
+        """Count one answered request, `seconds` after it arrived."""
+        info = request_info(scope)
+        route = scope.get("route")
+        path = getattr(route, "path", None) or OTHER
+        failed = status >= 400 or bool(info.codes)
+        operation = self._operation(info.operation)
+        status_class = _STATUS_CLASSES[status // 100] if 0 < status < 600 else OTHER
+        key = (path, operation, status_class, "error" if failed else "ok")
+        requests = self._request_children.get(key)
+        if requests is None:
+            requests = self._request_children[key] = self._requests.labels(*key)
+        requests.inc()
+        timing = self._duration_children.get(key[:2])
+        if timing is None:
+            timing = self._duration_children[key[:2]] = self._duration.labels(path, operation)
+        timing.observe(seconds)
+        for code in info.codes:
+            pair = (operation, self._code(code))
+            errors = self._error_children.get(pair)
+            if errors is None:
+                errors = self._error_children[pair] = self._errors.labels(*pair)
+            errors.inc()
+        if info.cache is not None:
+            (self._cache_children.get(info.cache) or self._cache.labels(OTHER)).inc()
+        if info.persisted is not None:
+            (self._persisted_children.get(info.persisted) or self._persisted.labels(OTHER)).inc()
+
+    def _operation(self, name: str | None) -> str:
+        if not name:
+            return ""
+        if name in self._operations:
+            return name
+        if len(self._operations) < self.max_operations and _NAME.fullmatch(name):
+            self._operations.add(name)
+            return name
+        return OTHER
+
+    def _code(self, code: str) -> str:
+        if code in self._codes:
+            return code
+        if len(self._codes) < MAX_CODES and _CODE.fullmatch(code):
+            self._codes.add(code)
+            return code
+        return OTHER
+
+
+class _IndexCollector(Collector):
+    """The index this worker serves, read at scrape time."""
 
     def __init__(self, holder: IndexHolder) -> None:
         self.holder = holder
 
-    def reloaded(self, ok: bool) -> None:
-        """An index reload succeeded (or failed)."""
+    def collect(self) -> Iterable[Metric]:
+        store = self.holder.store
+        info = GaugeMetricFamily(
+            "cachegql_index_build_info", "The index build being served", labels=["build_id"]
+        )
+        info.add_metric([store.build_id], 1)
+        yield info
+        made = build_time(store.build_id)
+        if made is not None:
+            yield GaugeMetricFamily(
+                "cachegql_index_build_timestamp_seconds",
+                "When the index build being served was made (Unix time)",
+                value=made,
+            )
+            yield GaugeMetricFamily(
+                "cachegql_index_age_seconds",
+                "Age of the index build being served",
+                value=max(0.0, time.time() - made),
+            )
+        specs = GaugeMetricFamily("cachegql_index_specs", "Specs per tag", labels=["tag"])
+        for tag in store.tags:
+            specs.add_metric([tag], store.snapshots[tag].num_specs)
+        yield specs
 
-    async def endpoint(self, request: Request) -> Response:
-        return PlainTextResponse("")
+
+def build_time(build_id: str) -> float | None:
+    """The Unix time of a build id `YYYYmmddTHHMMSS-xxxxxx` (UTC), None if it has none."""
+    try:
+        made = datetime.strptime(build_id[:15], "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return made.timestamp()
 
 
-class MetricsMiddleware:
-    """Observes each request once its response is sent (see `request_info`)."""
+def _use_multiprocess_values() -> None:
+    """Make metrics created from now on write to the multiprocess folder.
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
+    prometheus_client chooses where values live when it is first imported: if that was
+    before the variable was set (the CLI's process imports this module first), switch.
+    """
+    if not getattr(values.ValueClass, "_multiprocess", False):
+        values.ValueClass = values.MultiProcessValue()  # type: ignore[no-untyped-call]

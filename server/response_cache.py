@@ -1,9 +1,11 @@
-"""A cache of whole GraphQL responses, keyed by the index build and the request.
+"""A cache of whole GraphQL answers, keyed by the index build and what changes the answer.
 
 The index being served never changes, and a new build has a new id: so the answer to
-the same POST body (query, variables, operation) is the same until a rebuild, and most
-clients send the same few requests over and over. Such repeats are answered from
-memory here, before GraphQL parses anything. Responses with errors are not kept.
+the same request (POST body, or GET query string) in the same negotiated media type is
+the same until a rebuild, and most clients send the same few requests over and over.
+Such repeats are answered from memory here, before GraphQL parses anything. Answers
+with errors are not kept. A conditional GET whose ETag still holds is answered 304 here,
+whether or not the answer is in memory (see `http_cache`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,18 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-CACHEABLE_ACCEPT = {b"", b"*/*", b"application/json", b"application/graphql-response+json"}
+from cachegql.server.compression import accepts_gzip, compressible, gzipped
+from cachegql.server.http_cache import cache_control, etag, matches, negotiate
+from cachegql.server.request_info import request_info
+
+__all__ = ["ResponseCache"]
+
 MAX_BODY_BYTES = 64 * 1024
 MAX_ENTRY_SHARE = 0.05  # no single answer may take more than this share of the cache
+_Key = tuple[str, str, str, bytes]
 
 
 @dataclass
@@ -24,16 +33,32 @@ class _Entry:
     status: int
     headers: list[tuple[bytes, bytes]]
     body: bytes
+    operation: str | None
+    gzipped: tuple[list[tuple[bytes, bytes]], bytes] | None = None
+    """Headers and body gzipped, made on the first hit from a client that accepts gzip."""
+
+    @property
+    def size(self) -> int:
+        return len(self.body) + (len(self.gzipped[1]) if self.gzipped else 0)
 
 
 class ResponseCache:
-    """ASGI middleware caching successful POST /graphql JSON responses, LRU by size."""
+    """ASGI middleware in front of /graphql: answers repeats from memory (LRU by size)."""
 
-    def __init__(self, app: ASGIApp, build_id: Callable[[], str], max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        build_id: Callable[[], str],
+        max_bytes: int,
+        max_age: int = 60,
+        gzip_min_bytes: int = 0,
+    ) -> None:
         self.app = app
         self.build_id = build_id
         self.max_bytes = max_bytes
-        self.entries: OrderedDict[tuple[str, bytes, bytes], _Entry] = OrderedDict()
+        self.max_age = max_age
+        self.gzip_min_bytes = gzip_min_bytes
+        self.entries: OrderedDict[_Key, _Entry] = OrderedDict()
         self.bytes = 0
         self.hits = 0
         self.misses = 0
@@ -48,22 +73,48 @@ class ResponseCache:
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        accept = self._cacheable_accept(scope)
-        if accept is None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
             await self.app(scope, receive, send)
             return
-        read, body = await _read_body(receive)
-        if body is None:  # too large, or not a plain body: pass it on untouched
+        if scope["method"] == "GET" and not scope["query_string"]:  # the playground page
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        media = negotiate(headers.get("accept", ""))
+        if media is None:
+            await self.app(scope, receive, send)
+            return
+        build_id = self.build_id()
+        if scope["method"] == "GET":
+            tag = etag(build_id, media, scope["query_string"])
+            if matches(headers.get("if-none-match", ""), tag):
+                await _not_modified(send, tag, self.max_age)
+                return
+            key: _Key = (build_id, media, "GET", scope["query_string"])
+            read: list[Message] = []
+        else:
+            read, body = await _read_body(receive)
+            content_type = headers.get("content-type", "").split(";")[0].strip()
+            if body is None or content_type != "application/json":
+                await self.app(scope, _replay(read, receive), send)
+                return
+            key = (build_id, media, "POST", body)
+        if self.max_bytes <= 0:
             await self.app(scope, _replay(read, receive), send)
             return
-        key = (self.build_id(), accept, body)
+        info = request_info(scope)
         entry = self.entries.get(key)
         if entry is not None:
             self.hits += 1
+            info.cache, info.operation = "hit", entry.operation
             self.entries.move_to_end(key)
-            await _send(send, entry)
+            if self.gzip_min_bytes > 0 and accepts_gzip(scope["headers"]):
+                await self._send_gzipped(send, key, entry)
+            else:
+                await _send(send, entry.status, entry.headers, entry.body)
             return
         self.misses += 1
+        info.cache = "miss"
         captured: list[Message] = []
 
         async def capture(message: Message) -> None:
@@ -71,33 +122,37 @@ class ResponseCache:
             await send(message)
 
         await self.app(scope, _replay(read, receive), capture)
-        self._keep(key, captured)
+        if not info.codes:
+            self._keep(key, captured, info.operation)
 
-    def _cacheable_accept(self, scope: Scope) -> bytes | None:
-        """The request's Accept header when its answer may be cached, else None."""
-        if self.max_bytes <= 0 or scope["type"] != "http" or scope["method"] != "POST":
-            return None
-        headers = dict(scope["headers"])
-        content_type = headers.get(b"content-type", b"").split(b";")[0].strip()
-        accept: bytes = headers.get(b"accept", b"")
-        if content_type != b"application/json" or accept not in CACHEABLE_ACCEPT:
-            return None
-        return accept
+    async def _send_gzipped(self, send: Send, key: _Key, entry: _Entry) -> None:
+        """The entry compressed (once; the compression middleware passes it through)."""
+        if not compressible(entry.headers, self.gzip_min_bytes):
+            await _send(send, entry.status, entry.headers, entry.body)
+            return
+        if entry.gzipped is None:
+            entry.gzipped = gzipped(entry.headers, entry.body)
+            self.bytes += len(entry.gzipped[1])
+            self._evict()
+        await _send(send, entry.status, *entry.gzipped)
 
-    def _keep(self, key: tuple[str, bytes, bytes], messages: list[Message]) -> None:
+    def _keep(self, key: _Key, messages: list[Message], operation: str | None) -> None:
         start = next((m for m in messages if m["type"] == "http.response.start"), None)
         if start is None or start["status"] != 200:
             return
         chunks = [m.get("body", b"") for m in messages if m["type"] == "http.response.body"]
         body = b"".join(chunks)
-        if b'"errors"' in body or len(body) > self.max_bytes * MAX_ENTRY_SHARE:
+        if len(body) > self.max_bytes * MAX_ENTRY_SHARE:
             return
-        entry = _Entry(start["status"], list(start.get("headers", [])), body)
+        entry = _Entry(start["status"], list(start.get("headers", [])), body, operation)
         self.entries[key] = entry
-        self.bytes += len(body) + len(key[2])
+        self.bytes += entry.size + len(key[3])
+        self._evict()
+
+    def _evict(self) -> None:
         while self.bytes > self.max_bytes and self.entries:
             old_key, old = self.entries.popitem(last=False)
-            self.bytes -= len(old.body) + len(old_key[2])
+            self.bytes -= old.size + len(old_key[3])
 
 
 async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
@@ -126,6 +181,12 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
     return replayed
 
 
-async def _send(send: Send, entry: _Entry) -> None:
-    await send({"type": "http.response.start", "status": entry.status, "headers": entry.headers})
-    await send({"type": "http.response.body", "body": entry.body, "more_body": False})
+async def _send(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _not_modified(send: Send, tag: str, max_age: int) -> None:
+    headers = [(b"etag", tag.encode()), (b"cache-control", cache_control(max_age).encode())]
+    await send({"type": "http.response.start", "status": 304, "headers": headers})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 import orjson
@@ -133,14 +133,21 @@ def gql(pages_index: Path) -> Iterator[GraphQLClient]:
         yield client
 
 
+def skip_unless_ci(message: str) -> NoReturn:
+    """Skip a test whose tools or data are missing here; fail it under CI=true, where
+    they must be present (.ci/run installs them), so that it is never skipped silently."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + "; CI=true requires it")
+    pytest.skip(message)
+
+
 def shared_or_skip() -> Path:
     """../shared, or skip (but fail under CI, where it must exist)."""
     if (SHARED / "corpus").is_dir():
         return SHARED
-    message = f"corpus suite: {SHARED}/corpus not found (set CACHEGQL_SHARED to its parent folder)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message + "; CI=true requires it")
-    pytest.skip(message)
+    skip_unless_ci(
+        f"corpus suite: {SHARED}/corpus not found (set CACHEGQL_SHARED to its parent folder)"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -118,6 +118,19 @@ def test_the_default_index_is_built_once(tmp_path: Path) -> None:
     assert manifest.stat().st_mtime_ns == built
 
 
+def test_the_default_index_is_reused_without_writing(tmp_path: Path) -> None:
+    """As in the Docker image: built by root, served by a user who cannot write there.
+    (A folder where the lock file was makes opening it fail, for root too.)"""
+    config = DemoConfig(packages=20, specs=200)
+    built = default_index(tmp_path, config)
+    (lock,) = tmp_path.glob("*.lock")
+    lock.unlink()
+    lock.mkdir()
+    before = sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    assert default_index(tmp_path, config) == built
+    assert sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

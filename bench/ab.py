@@ -1,0 +1,89 @@
+"""Two installs of cachegql served in turn on the same index, under the same load.
+
+    python bench/ab.py --index DIR --before VENV_A --after VENV_B [--rounds 3] [--duration 10]
+
+For each round and each install (interleaved, so that drift of the machine hits both),
+`cachegql serve` with 1 worker answers a hash-prefix lookup, with and without its
+response cache, under `bench/loadgen.py` (16 connections, bounded in time and count).
+Prints one line per run and a summary of medians. Extra serve flags per side with
+--before-flag/--after-flag (repeatable). Used to measure what a change to the HTTP layer
+costs per request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+from run import PORT, load, server  # type: ignore[import-not-found]
+
+QUERY = '{ spec(hash: "%s") { name version compiler { name version } } }'
+
+
+def prefix(index: Path) -> str:
+    """A hash prefix of 7 characters of some spec of the index (its first hash column)."""
+    from cachegql.index import IndexStore
+
+    store = IndexStore(index)
+    try:
+        snapshot = store.snapshots[store.default_tag]
+        return str(snapshot.hash_of(snapshot.num_specs // 2))[:7]
+    finally:
+        store.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", type=Path, required=True)
+    parser.add_argument("--before", type=Path, required=True, help="a venv with cachegql")
+    parser.add_argument("--after", type=Path, required=True, help="a venv with cachegql")
+    parser.add_argument("--before-flag", action="append", default=[])
+    parser.add_argument("--after-flag", action="append", default=[])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--hash", help="the hash prefix to look up (default: one of the index)")
+    args = parser.parse_args()
+    args.index = args.index.resolve()  # the servers run from the repository's root
+    query = QUERY % (args.hash or prefix(args.index))
+    load_args = argparse.Namespace(concurrency=16, duration=args.duration, max_requests=500_000)
+    url = f"http://127.0.0.1:{PORT}/graphql"
+    sides = {"before": (args.before, args.before_flag), "after": (args.after, args.after_flag)}
+    results: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for round_ in range(args.rounds):
+        for cache in ("uncached", "cached"):
+            for side, (venv, flags) in sides.items():
+                command = [
+                    str(venv / "bin" / "cachegql"),
+                    "serve",
+                    "--index",
+                    str(args.index),
+                    "--port",
+                    str(PORT),
+                    "--reload-interval",
+                    "0",
+                    *flags,
+                ]
+                if cache == "uncached":
+                    command += ["--response-cache-mb", "0"]
+                with server(command, url):
+                    result = load(PORT, query, load_args)
+                results.setdefault((side, cache), []).append(result)
+                print(
+                    f"round {round_ + 1} {cache:8} {side:6} {result['rps']:8.0f} req/s "
+                    f"p50 {result['p50_ms']:.2f} ms p99 {result['p99_ms']:.2f} ms "
+                    f"errors {result['errors']}",
+                    flush=True,
+                )
+    print("\nmedians over rounds")
+    for cache in ("uncached", "cached"):
+        before = statistics.median(r["rps"] for r in results[("before", cache)])
+        after = statistics.median(r["rps"] for r in results[("after", cache)])
+        change = (after - before) / before * 100
+        print(f"{cache:8} before {before:8.0f} req/s  after {after:8.0f} req/s  {change:+.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""GraphiQL at GET /graphql, served by cachegql itself, used in a real browser.
+
+The real app on a real uvicorn (127.0.0.1), opened in Debian's Chromium driven by
+Playwright. Every request to another origin is aborted and recorded, and each test asserts
+that the page attempted none: the playground must work where no CDN can be reached.
+Screenshots go to $CACHEGQL_SCREENSHOTS (default: the test's tmp_path).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Page,
+    Route,
+    WebSocketRoute,
+    expect,
+    sync_playwright,
+)
+
+from cachegql.server import playground
+from cachegql.server.app import Settings, create_app
+from tests.conftest import LiveServer, skip_unless_ci
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+WAIT_MS = 5_000  # any one element or answer
+LOAD_MS = 10_000  # the page and its 1.6 MB of scripts and styles
+EDITOR = ".graphiql-query-editor .CodeMirror"
+RESULT = ".graphiql-response .result-window"
+DOCS = ".graphiql-doc-explorer"
+HINTS = "ul.CodeMirror-hints"
+# The query a user types, key by key. The editor closes brackets itself: a typed `}` steps
+# over the one it inserted, so the text ends up exactly as typed.
+QUERY = '{ tags { name isDefault } specs(query: "zlib") { totalCount } }'
+
+
+def chromium_or_skip() -> Path:
+    """Debian's Chromium, or skip (but fail under CI, which must install it: .ci/run)."""
+    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
+        return CHROMIUM
+    skip_unless_ci(f"browser tests: {CHROMIUM} not found (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def server(pages_index: Path) -> Iterator[str]:
+    """The real app on the test pages, served by uvicorn: its base URL."""
+    app = create_app(Settings(index=pages_index, reload_interval=0))
+    with LiveServer(app) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = chromium_or_skip()
+    expect.set_options(timeout=WAIT_MS)
+    with sync_playwright() as pw:
+        yield pw.chromium.launch(
+            executable_path=str(executable), args=CHROMIUM_ARGS, timeout=LOAD_MS
+        )
+
+
+@dataclass
+class Playground:
+    """A browser tab on the playground, and what it attempted that it should not have."""
+
+    page: Page
+    origin: str
+    shots: Path
+    foreign: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def editor_text(self) -> str:
+        text: str = self.page.locator(EDITOR).evaluate("(e) => e.CodeMirror.getValue()")
+        return text
+
+    def clear_and_type(self, text: str) -> None:
+        """Focus the query editor, select everything, delete it, type `text` key by key."""
+        self.page.locator(EDITOR).click()
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.press("Delete")
+        assert self.editor_text() == ""
+        self.page.keyboard.type(text, delay=5)
+
+    def screenshot(self, name: str) -> Path:
+        self.shots.mkdir(parents=True, exist_ok=True)
+        path = self.shots / f"{name}.png"
+        self.page.screenshot(path=path, timeout=WAIT_MS)
+        return path
+
+    def assert_clean(self) -> None:
+        """No request left the server's origin, and no script failed."""
+        assert self.foreign == [], f"the page tried to reach other origins: {self.foreign}"
+        assert self.errors == [], f"errors in the page: {self.errors}"
+
+
+@pytest.fixture
+def playground_tab(
+    browser: Browser, server: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Playground]:
+    """A fresh context (no stored GraphiQL state) with the playground loaded and ready."""
+    shots = Path(os.environ.get("CACHEGQL_SCREENSHOTS") or tmp_path)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(WAIT_MS)
+    context.set_default_navigation_timeout(LOAD_MS)
+    page = context.new_page()
+    tab = Playground(page, server, shots / request.node.name)
+
+    def only_same_origin(route: Route) -> None:
+        url = route.request.url
+        if url == tab.origin or url.startswith(tab.origin + "/"):
+            route.continue_()
+        else:
+            tab.foreign.append(url)
+            route.abort("blockedbyclient")
+
+    def no_foreign_sockets(ws: WebSocketRoute) -> None:
+        tab.foreign.append(ws.url)
+        ws.close()
+
+    def console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            tab.errors.append(f"console: {message.text}")
+
+    context.route("**/*", only_same_origin)
+    context.route_web_socket(re.compile(".*"), no_foreign_sockets)  # cachegql serves none
+    page.on("console", console)
+    page.on("pageerror", lambda exc: tab.errors.append(f"uncaught: {exc}"))
+    try:
+        page.goto(server + "/graphql", wait_until="load")
+        # React replaced "Loading..." with GraphiQL's editors.
+        expect(page.locator(EDITOR)).to_be_visible()
+        expect(page.locator("#graphiql")).not_to_contain_text("Loading...")
+        yield tab
+    finally:
+        context.close()
+
+
+def test_page_loads_only_its_own_assets(server: str) -> None:
+    html = playground.page()
+    urls = re.findall(r'(?:src|href)="([^"]*)"', html)
+    assert [u for u in urls if u != "data:,"] == [
+        f"{playground.STATIC_PATH}/{asset}" for asset in playground.ASSETS
+    ]
+    assert "://" not in html  # no other origin, not even in the inline script
+    with httpx.Client(base_url=server, timeout=10) as client:
+        served = client.get("/graphql", headers={"accept": "text/html"})
+        assert served.status_code == 200
+        assert served.text == html
+        for asset in playground.ASSETS:
+            response = client.get(f"{playground.STATIC_PATH}/{asset}")
+            assert response.status_code == 200, asset
+            assert response.content == (playground.STATIC_DIR / asset).read_bytes()
+            assert response.headers["cache-control"] == playground.IMMUTABLE
+            etag = response.headers["etag"]
+            again = client.get(f"{playground.STATIC_PATH}/{asset}", headers={"if-none-match": etag})
+            assert again.status_code == 304
+            # Each package's licence ships beside its files.
+            assert (playground.STATIC_DIR / asset).with_name("LICENSE").is_file()
+        assert client.get(f"{playground.STATIC_PATH}/graphiql/nope.js").status_code == 404
+        assert client.get(f"{playground.STATIC_PATH}/../playground.py").status_code == 404
+
+
+def test_no_request_may_leave_the_origin(playground_tab: Playground) -> None:
+    """The guard itself: a request to another host is aborted and recorded."""
+    probe = "http://127.0.0.2:9/probe.js"
+    failed = playground_tab.page.evaluate(
+        "([url, ms]) => fetch(url, { signal: AbortSignal.timeout(ms) }).then(() => 0, () => 1)",
+        [probe, WAIT_MS],
+    )
+    assert failed == 1
+    assert playground_tab.foreign == [probe]
+    # Chromium reports the aborted request on the console.
+    assert len(playground_tab.errors) == 1
+    assert "net::ERR_BLOCKED_BY_CLIENT" in playground_tab.errors[0]
+    playground_tab.foreign.clear()
+    playground_tab.errors.clear()
+    playground_tab.assert_clean()
+
+
+def test_query_typed_and_run_shows_the_data(playground_tab: Playground) -> None:
+    page = playground_tab.page
+    playground_tab.clear_and_type(QUERY)
+    assert playground_tab.editor_text() == QUERY
+    page.keyboard.press("Shift+Control+P")  # prettify: one field a line
+    expect(page.locator(EDITOR)).to_contain_text("isDefault")
+    assert playground_tab.editor_text().startswith("{\n  tags {\n    name\n    isDefault\n")
+    page.keyboard.press("Escape")  # closes a completion list, if one opened
+    expect(page.locator(HINTS)).to_be_hidden()
+    page.keyboard.press("Control+Enter")
+    result = page.locator(RESULT)
+    expect(result).to_contain_text('"data"')
+    expect(result).to_contain_text('"name": "develop"')
+    expect(result).to_contain_text('"isDefault": true')
+    expect(result).to_contain_text('"totalCount": 3')
+    expect(result).not_to_contain_text('"errors"')
+    playground_tab.screenshot("query")
+    # The run button does the same.
+    page.get_by_label("Execute query (Ctrl-Enter)").click()
+    expect(result).to_contain_text('"totalCount": 3')
+    playground_tab.assert_clean()
+
+
+def test_docs_explorer_lists_query_and_its_fields(playground_tab: Playground) -> None:
+    page = playground_tab.page
+    page.get_by_label("Show Documentation Explorer").click()
+    docs = page.locator(DOCS)
+    expect(docs).to_be_visible()
+    expect(docs).not_to_contain_text("Error fetching schema")
+    root = docs.locator("a.graphiql-doc-explorer-type-name", has_text=re.compile(r"^Query$"))
+    expect(root).to_be_visible()
+    root.click()
+    expect(docs.locator(".graphiql-doc-explorer-title")).to_have_text("Query")
+    for name in ("tags", "specs", "spec", "stacks"):
+        exact = re.compile(f"^{name}$")
+        field_link = docs.locator(".graphiql-doc-explorer-field-name", has_text=exact)
+        expect(field_link).to_be_visible()
+    playground_tab.screenshot("docs")
+    docs.locator(".graphiql-doc-explorer-field-name", has_text=re.compile("^tags$")).click()
+    expect(docs.locator(".graphiql-doc-explorer-title")).to_have_text("tags")
+    expect(docs).to_contain_text("Every snapshot (tag) of the build cache")
+    playground_tab.assert_clean()
+
+
+def test_autocomplete_offers_fields_while_typing(playground_tab: Playground) -> None:
+    page = playground_tab.page
+    playground_tab.clear_and_type("{ sta")
+    hints = page.locator(HINTS)
+    expect(hints).to_be_visible()
+    expect(hints.locator("li.CodeMirror-hint", has_text=re.compile(r"^stacks$"))).to_be_visible()
+    expect(hints.locator("li.CodeMirror-hint", has_text=re.compile(r"^stack$"))).to_be_visible()
+    playground_tab.screenshot("autocomplete")
+    # Arrow to `stacks` and take it: the editor now holds the field's name.
+    for _ in range(10):
+        if page.locator("li.CodeMirror-hint-active").inner_text() == "stacks":
+            break
+        page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(hints).to_be_hidden()
+    assert playground_tab.editor_text().startswith("{ stacks")
+    playground_tab.assert_clean()
+
+
+def test_explorer_plugin_adds_a_clicked_field_to_the_query(playground_tab: Playground) -> None:
+    page = playground_tab.page
+    page.get_by_label("Show GraphiQL Explorer").click()
+    explorer = page.locator(".graphiql-explorer-root")
+    stacks = explorer.locator('[data-field-name="stacks"]').first
+    expect(stacks).to_be_visible()
+    assert "stacks" not in playground_tab.editor_text()
+    stacks.click()
+    expect(page.locator(EDITOR)).to_contain_text("stacks")
+    playground_tab.assert_clean()
