@@ -172,3 +172,20 @@ def test_serve_help_states_the_api_page_cap() -> None:
     """The help names the default cap without importing the schema to say it."""
     result = cachegql("serve", "--help")
     assert f"default: the API's, {DEFAULT_MAX_FIRST}" in " ".join(result.stdout.split())
+
+
+def test_demo_data_writes_a_build_cache_that_indexes(tmp_path: Path) -> None:
+    made = cachegql(
+        "demo-data", "--mirror", "--specs", "120", "--packages", "20", "--out", tmp_path / "bc"
+    )
+    assert made.returncode == 0, made.stderr
+    assert re.match(r"wrote a build cache of 120 specs \(\d+ DAG nodes", made.stdout)
+    listing = tmp_path / "bc" / "cache_spack_io_index.json"
+    assert str(listing) in made.stdout
+    built = cachegql("index", listing, "--out", tmp_path / "ix", "--quiet")
+    assert built.returncode == 0, built.stderr
+    store = IndexStore(tmp_path / "ix")
+    assert store.snapshots["develop"].num_specs == 120
+    store.close()
+    again = cachegql("demo-data", "--mirror", "--specs", "120", "--out", tmp_path / "bc")
+    assert again.returncode == 1 and again.stderr.startswith("error: ")

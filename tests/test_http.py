@@ -55,6 +55,7 @@ def test_media_type_follows_accept(http: httpx.Client) -> None:
         ("*/*", JSON),
         (f"{JSON};q=0.5, {GQL_RESPONSE}", GQL_RESPONSE),
         (f"{GQL_RESPONSE};q=0.1, {JSON}", JSON),
+        (f"{JSON};q=high, {GQL_RESPONSE}", GQL_RESPONSE),  # a q that is no number is 0
     ]:
         response = _post(http, {"query": TAGS}, accept)
         assert response.status_code == 200, accept
