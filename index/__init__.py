@@ -9,9 +9,11 @@ nowhere deeper. Inside, by concern:
 - `disk/`: an index build on disk, written (`write`, `publish`) and read (`store`);
 - `query/`: criteria, the planner, full-text search, facets and stacks;
 - `fields.py`: the table of spec fields every part derives its lists from;
+- `budget.py`: the time budget long loops check (`deadline`, `check`);
 - `build.py`: `cachegql index` from sources to a published build.
 """
 
+from cachegql.index.budget import OverBudgetError, deadline
 from cachegql.index.build import BuildError, BuildReport, build_index
 from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.publish import PublishError
@@ -40,6 +42,7 @@ from cachegql.index.query.answers import (
     stack,
     stacks,
 )
+from cachegql.index.query.bounds import SizeBounds, size_bounds
 from cachegql.index.query.criteria import (
     PackageCriteria,
     SpecCriteria,
@@ -74,6 +77,7 @@ __all__ = [
     "IndexLoadError",
     "IndexStore",
     "NotFoundError",
+    "OverBudgetError",
     "PackageCriteria",
     "PackageData",
     "Problem",
@@ -81,6 +85,7 @@ __all__ = [
     "ReadError",
     "Reader",
     "Scope",
+    "SizeBounds",
     "Snapshot",
     "SourceError",
     "SpecCriteria",
@@ -92,12 +97,14 @@ __all__ = [
     "UnknownTagError",
     "Variant",
     "build_index",
+    "deadline",
     "find_packages",
     "find_spec",
     "find_specs",
     "format_spec",
     "normalize_prefix",
     "parse_variant_constraint",
+    "size_bounds",
     "stack",
     "stacks",
 ]

@@ -62,13 +62,46 @@ def build_index(
     stack: str = DEFAULT_STACK,
     reader: Reader | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    lock_timeout: float = publish.LOCK_TIMEOUT,
+    on_wait: Callable[[str], None] | None = None,
 ) -> BuildReport:
     """Build an index of `sources` and publish it at `out`; raise before publishing on failure.
 
     `tag` and `stack` place a lone build cache (an index file or mirror); `reader` reads
-    the http(s) URLs among the sources.
+    the http(s) URLs among the sources. One build of `out` runs at a time: this one
+    waits up to `lock_timeout` seconds for another to end, telling `on_wait` first.
+    Whether `out` can be written is checked before the sources are read.
     """
-    started = time.perf_counter()
+    with publish.staged(out, lock_timeout=lock_timeout, on_wait=on_wait) as staging:
+        started = time.perf_counter()  # the build's own time, not its wait for the lock
+        ingested = _ingest(
+            sources, strict=strict, tag=tag, stack=stack, reader=reader, on_progress=on_progress
+        )
+        folder = _write_and_publish(ingested, staging, sources)
+    return BuildReport(
+        out=out,
+        folder=folder,
+        pages=ingested.pages,
+        caches=ingested.caches,
+        specs=ingested.specs,
+        tags={tag: len(table) for tag, table in sorted(ingested.tables.items())},
+        seconds=time.perf_counter() - started,
+        problems=ingested.problems,
+        skipped=ingested.skipped,
+        merged_duplicates=ingested.merged_duplicates,
+    )
+
+
+def _ingest(
+    sources: Sequence[str | Path],
+    *,
+    strict: bool,
+    tag: str | None,
+    stack: str,
+    reader: Reader | None,
+    on_progress: Callable[[int, int], None] | None,
+) -> Ingested:
+    """Read the sources into records; raise BuildError if they hold no spec."""
     opener = Opener(reader)
     plan = plan_sources(sources, opener=opener, tag=tag, stack=stack)
     total = len(plan.candidates) + len(plan.caches)
@@ -84,26 +117,19 @@ def build_index(
         ingested = ingest_plan(plan, opener=opener, strict=strict, on_source=count)
     if not ingested.specs:
         raise BuildError(_nothing_found(ingested, total))
-    build_id = publish.new_build_id()
-    staging = publish.start(out, build_id)
+    return ingested
+
+
+def _write_and_publish(
+    ingested: Ingested, staging: publish.Staging, sources: Sequence[str | Path]
+) -> Path:
+    """Write the build and publish it. A failed write (a full disk, a quota) is one
+    PublishError; `staged` then removes what was written, and `out` is untouched."""
     try:
-        write_index(ingested, staging, build_id, [str(s) for s in sources])
-        folder = publish.publish(staging, out)
-    except BaseException:
-        publish.discard(staging)
-        raise
-    return BuildReport(
-        out=out,
-        folder=folder,
-        pages=ingested.pages,
-        caches=ingested.caches,
-        specs=ingested.specs,
-        tags={tag: len(table) for tag, table in sorted(ingested.tables.items())},
-        seconds=time.perf_counter() - started,
-        problems=ingested.problems,
-        skipped=ingested.skipped,
-        merged_duplicates=ingested.merged_duplicates,
-    )
+        write_index(ingested, staging.folder, staging.build_id, [str(s) for s in sources])
+        return publish.publish(staging)
+    except OSError as exc:
+        raise publish.write_failed(staging, exc) from exc
 
 
 @contextmanager

@@ -13,16 +13,18 @@ from cachegql.schema.app import (
     run_here,
 )
 from cachegql.schema.context import Context
-from cachegql.schema.errors import INTERNAL_MESSAGE, INTERNAL_SERVER_ERROR
-from cachegql.schema.limits import CONNECTION_FIELDS
+from cachegql.schema.errors import INTERNAL_MESSAGE, INTERNAL_SERVER_ERROR, QUERY_TOO_COMPLEX
+from cachegql.schema.limits import CONNECTION_FIELDS, DEFAULT_MAX_COST
 from cachegql.schema.pagination import DEFAULT_FIRST, DEFAULT_MAX_FIRST
 
 __all__ = [
     "CONNECTION_FIELDS",
     "DEFAULT_FIRST",
+    "DEFAULT_MAX_COST",
     "DEFAULT_MAX_FIRST",
     "INTERNAL_MESSAGE",
     "INTERNAL_SERVER_ERROR",
+    "QUERY_TOO_COMPLEX",
     "CachegqlSchema",
     "Context",
     "Operation",

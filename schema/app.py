@@ -13,14 +13,14 @@ from typing import Any
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.extensions import AddValidationRules, ParserCache, ValidationCache
+from strawberry.extensions import MaxTokensLimiter, ParserCache, ValidationCache
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from cachegql.schema.errors import classify
 from cachegql.schema.execution import FastExecutionContext
-from cachegql.schema.limits import complexity_rule
+from cachegql.schema.limits import DEFAULT_MAX_COST, MAX_TOKENS, CostLimit
 from cachegql.schema.pagination import DEFAULT_MAX_FIRST
 from cachegql.schema.query import Query
 
@@ -85,20 +85,22 @@ def build_schema(
     max_first: int = DEFAULT_MAX_FIRST,
     runner: Runner = run_here,
     execution: type[StrawberryGraphQLCoreExecutionContext] = FastExecutionContext,
+    max_cost: int = DEFAULT_MAX_COST,
 ) -> CachegqlSchema:
     """The schema, with parsed and validated documents cached (clients repeat their queries).
 
-    `execution` is the execution context class: the fast one by default; tests pass
-    strawberry's stock one to compare the two.
+    A document has at most `MAX_TOKENS` tokens, and each operation is priced before it is
+    validated (`limits`): over `max_cost`, it is refused. `execution` is the execution
+    context class: the fast one by default; tests pass strawberry's stock one to compare.
     """
-    rule = complexity_rule(max_first=max_first)
     return CachegqlSchema(
         query=Query,
         execution_context_class=execution,
         extensions=[
+            lambda: MaxTokensLimiter(MAX_TOKENS),
             lambda: ParserCache(maxsize=DOCUMENT_CACHE_SIZE),
+            lambda: CostLimit(max_cost),
             lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
-            lambda: AddValidationRules([rule]),
         ],
         runner=runner,
     )

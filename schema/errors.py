@@ -6,7 +6,7 @@ import logging
 
 from graphql import GraphQLError
 
-from cachegql.index import AmbiguousHashError, CriteriaError
+from cachegql.index import AmbiguousHashError, CriteriaError, OverBudgetError
 
 __all__ = [
     "AMBIGUOUS_HASH_PREFIX",
@@ -23,6 +23,8 @@ AMBIGUOUS_HASH_PREFIX = "AMBIGUOUS_HASH_PREFIX"
 QUERY_TOO_COMPLEX = "QUERY_TOO_COMPLEX"
 INTERNAL_SERVER_ERROR = "INTERNAL_SERVER_ERROR"
 INTERNAL_MESSAGE = "Internal server error; the server log has the details."
+TOO_MANY_TOKENS = "Document contains more than"
+"""What graphql-core's parser says of a document over its token limit."""
 
 logger = logging.getLogger("cachegql.errors")
 
@@ -43,6 +45,10 @@ def classify(error: GraphQLError) -> None:
         )
     elif isinstance(original, CriteriaError):
         extensions["code"] = BAD_USER_INPUT
+    elif isinstance(original, OverBudgetError):
+        extensions["code"] = QUERY_TOO_COMPLEX
+    elif TOO_MANY_TOKENS in error.message:
+        extensions["code"] = QUERY_TOO_COMPLEX  # the parser gave up: too big, not wrong
     elif original is None or error.path is None:
         # Parse, validation and variable errors come before any resolver runs:
         # the request itself is wrong.

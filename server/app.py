@@ -2,8 +2,9 @@
 
 From the outside in: each request gets an id, and once answered is measured (`metrics`)
 and logged (`access_log`); it passes CORS and gzip (`compression`), then reaches its
-route; /graphql answers repeated requests from the response cache before the GraphQL
-layer (`graphql_http`) runs.
+route. /graphql admits a bounded number of requests at a time (`admission`), reads each
+body within bounds of size and time (`body`), answers repeated requests from the
+response cache, and only then runs the GraphQL layer (`graphql_http`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from starlette.routing import Route
 from cachegql.schema import export_sdl
 from cachegql.server import playground
 from cachegql.server.access_log import AccessLog, configure_logger
+from cachegql.server.admission import Admission
+from cachegql.server.body import BodyLimit
 from cachegql.server.compression import Compression
 from cachegql.server.graphql_http import GraphQLEndpoint
 from cachegql.server.holder import IndexHolder
@@ -49,6 +52,10 @@ def create_app(settings: Settings) -> Starlette:
         max_bytes=int(settings.response_cache_mb * 1024 * 1024),
         max_age=settings.cache_max_age,
         gzip_min_bytes=settings.gzip_min_bytes,
+    )
+    bounded = Admission(
+        BodyLimit(graphql, settings.max_body_bytes, settings.read_timeout),
+        settings.max_requests,
     )
     ready = {"serving": False}
     sdl = export_sdl()
@@ -112,7 +119,7 @@ def create_app(settings: Settings) -> Starlette:
         middleware.append(Middleware(Compression, minimum_size=settings.gzip_min_bytes))
     app = Starlette(
         routes=[
-            Route("/graphql", graphql, methods=["GET", "POST"]),  # first: the most asked
+            Route("/graphql", bounded, methods=["GET", "POST"]),  # first: the most asked
             Route("/", home),
             Route("/healthz", health),
             Route("/readyz", readiness),
@@ -126,6 +133,7 @@ def create_app(settings: Settings) -> Starlette:
     app.state.holder = holder
     app.state.offloader = endpoint.offloader
     app.state.endpoint = endpoint
+    app.state.admission = bounded
     app.state.metrics = metrics
     app.state.response_cache = graphql
     return app

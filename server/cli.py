@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import fields
 from pathlib import Path
+from types import FrameType
 
 from cachegql.server.version import VERSION
 
@@ -43,7 +48,65 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader (e.g. `| head`) went away: stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        _stopped("interrupted")
+        return 128 + signal.SIGINT
     return code
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread as Python raises KeyboardInterrupt for SIGINT,
+    so that both unwind the same way: `finally` blocks and context managers run (a build
+    removes its staging folder and releases its lock) instead of the process vanishing."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Turn SIGTERM into `_Terminated` for the block (unless it is ignored, as the
+    parent asked, or this is not the main thread, which alone receives signals)."""
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous == signal.SIG_IGN or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stopped(message: str) -> None:
+    """One line on stderr, on a line of its own even after a progress bar or '^C'."""
+    print(("\n" if sys.stderr.isatty() else "") + message, file=sys.stderr)
+
+
+# The limits of `serve`: each a field of `Settings`, which holds its default.
+_LIMIT_FLAGS: tuple[tuple[str, type, str, str], ...] = (
+    ("max_cost", int, "N", "the price a query may have; above it, QUERY_TOO_COMPLEX"),
+    ("time_budget", float, "SECONDS", "how long a query may run before it is stopped"),
+    ("threads", int, "N", "threads per worker for queries that read the index at length"),
+    ("max_body_bytes", int, "BYTES", "the largest request body or GET query string"),
+    ("read_timeout", float, "SECONDS", "how long a request's head, then its body, may take"),
+    ("max_requests", int, "N", "GraphQL requests in progress per worker; beyond, 503"),
+)
+
+
+class _ServeHelp(argparse.HelpFormatter):
+    """Shows each limit's default from `Settings`, imported only when help is printed
+    (it brings in the schema, which every other command would pay for at start)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        if action.dest in {name for name, *_ in _LIMIT_FLAGS}:
+            from cachegql.server.settings import Settings
+
+            default = next(f.default for f in fields(Settings) if f.name == action.dest)
+            text = f"{text} (default {default})"
+        return text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -100,6 +163,14 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument(
         "--strict", action="store_true", help="fail on the first problem instead of reporting it"
     )
+    index.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="one build of --out runs at a time: how long to wait for another to end before "
+        "giving up (default 600; 0: give up at once)",
+    )
     index.add_argument("--quiet", "-q", action="store_true", help="print only the summary line")
     index.add_argument(
         "--verbose", "-v", action="store_true", help="also list files skipped as not pages"
@@ -108,6 +179,7 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve",
+        formatter_class=_ServeHelp,
         help="serve the GraphQL API (and GraphiQL at /graphql)",
         description="Serve the GraphQL API at /graphql. Without --index, serves the embedded "
         "demo data set (built into the user cache on first start).",
@@ -179,6 +251,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how often to look for a newly published index; 0 turns it off (default 2)",
     )
+    limits = serve.add_argument_group("limits", "what one request may ask (README: Limits)")
+    for name, kind, metavar, text in _LIMIT_FLAGS:
+        flag = "--" + name.replace("_", "-")
+        limits.add_argument(flag, type=kind, default=None, metavar=metavar, help=text)
     serve.set_defaults(run=_serve)
 
     demo = commands.add_parser(
@@ -241,22 +317,32 @@ def _index(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         progress=None if args.quiet else download_bar,
     )
+    published = _link(args.out)
     try:
-        report = build_index(
-            args.sources,
-            args.out,
-            strict=args.strict,
-            tag=args.tag,
-            stack=args.stack,
-            reader=reader,
-            on_progress=progress,
-        )
+        with _sigterm_raises():
+            report = build_index(
+                args.sources,
+                args.out,
+                strict=args.strict,
+                tag=args.tag,
+                stack=args.stack,
+                reader=reader,
+                on_progress=progress,
+                lock_timeout=args.lock_timeout,
+                on_wait=None if args.quiet else _tell,
+            )
     except StrictModeError as exc:
         print(f"error (--strict): {exc.problem}; nothing was published", file=sys.stderr)
         return 1
     except (BuildError, PublishError, SourceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except (KeyboardInterrupt, _Terminated) as exc:
+        signum = signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM
+        unchanged = _link(args.out) == published
+        outcome = "; nothing was published" if unchanged else f" after publishing {args.out}"
+        _stopped(f"stopped by {signum.name}{outcome}")
+        return 128 + signum
     finally:
         reader.close()
     if not args.quiet:
@@ -276,11 +362,24 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _link(out: Path) -> str | None:
+    """Where the index link points now, to tell whether a build published."""
+    try:
+        return str(out.readlink())
+    except OSError:
+        return None
+
+
+def _tell(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from cachegql.index import IndexLoadError, IndexStore
     from cachegql.schema import DEFAULT_MAX_FIRST
+    from cachegql.server.protocol import protocol
     from cachegql.server.settings import Settings
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
@@ -308,6 +407,11 @@ def _serve(args: argparse.Namespace) -> int:
         persisted_queries=args.persisted_queries,
         log_format=args.log_format,
         access_log=not args.no_access_log,
+        **{
+            name: getattr(args, name)
+            for name, *_ in _LIMIT_FLAGS
+            if getattr(args, name) is not None
+        },
     )
     os.environ.update(settings.to_env())
     print(f"GraphiQL and the API: http://{args.host}:{args.port}/graphql", file=sys.stderr)
@@ -323,7 +427,7 @@ def _serve(args: argparse.Namespace) -> int:
             port=args.port,
             workers=args.workers,
             loop="uvloop",
-            http="httptools",
+            http=protocol(settings.read_timeout),
             log_level="info",
             access_log=False,  # the app logs each request itself (server/access_log.py)
         )

@@ -69,8 +69,10 @@ class GraphQLEndpoint:
     def __init__(self, holder: IndexHolder, settings: Settings) -> None:
         self.holder = holder
         self.settings = settings
-        self.offloader = Offloader()
-        self.schema = build_schema(settings.max_first, runner=self.offloader)
+        self.offloader = Offloader(settings.threads, settings.time_budget)
+        self.schema = build_schema(
+            settings.max_first, runner=self.offloader, max_cost=settings.max_cost
+        )
         self.persisted = PersistedQueries(settings.persisted_queries)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

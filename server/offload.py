@@ -1,13 +1,21 @@
-"""Where each GraphQL operation runs: on the event loop when cheap, else in a worker thread.
+"""Where each GraphQL operation runs, and for how long it may.
 
-The index and whoosh calls block, so anything that can take long runs in a thread and
-the event loop stays free for other requests. Cheap operations (no connection, no
-search: `spec`, `package` summaries, `stacks`, `tags`) read precomputed data, and
-running them on the loop costs less than handing them to a thread.
+The index and whoosh calls block, so anything that can take long runs in a worker thread
+and the event loop stays free for other requests. Cheap operations (a short document with
+no connection and no search: `spec`, `package` summaries, `stacks`, `tags`) read
+precomputed data, and running them on the loop costs less than handing them to a thread;
+a long document is never parsed on the loop.
 
-One thread at a time: the work is CPU-bound Python, so more threads only fight over
-the GIL (measured at 1M specs: 280 filtered pages/s with up to 40 threads, 435 with
-one). More cores are used with more worker processes.
+A few threads (`threads`, 2 by default): the work is CPU-bound Python, so more threads
+only fight over the GIL (measured at 1M specs: 280 filtered pages/s with up to 40
+threads, 435 with one), but with one, a single expensive query would make every other
+one wait for it; with two, a cheap query shares the CPU with it instead. More cores are
+used with more worker processes.
+
+Each operation has a time budget: the index checks it in its long loops
+(`cachegql.index.deadline`) and stops the query with a coded error; should it not
+(work outside the index), the request is answered when the budget and a grace period
+are spent and its thread is left to finish alone.
 """
 
 from __future__ import annotations
@@ -20,17 +28,23 @@ import anyio.to_thread
 from graphql import FieldNode, GraphQLError, Visitor, parse, visit
 from strawberry.types import ExecutionResult
 
-from cachegql.schema import CONNECTION_FIELDS, Operation
+from cachegql.index import OverBudgetError, deadline
+from cachegql.schema import CONNECTION_FIELDS, QUERY_TOO_COMPLEX, Operation
 
-__all__ = ["Offloader", "runs_inline"]
+__all__ = ["DEFAULT_THREADS", "DEFAULT_TIME_BUDGET", "Offloader", "runs_inline"]
 
 DOCUMENT_CACHE_SIZE = 256
+INLINE_MAX_CHARS = 2_000
+DEFAULT_THREADS = 2
+DEFAULT_TIME_BUDGET = 10.0
+GRACE_SECONDS = 1.0
 
 
 @lru_cache(maxsize=DOCUMENT_CACHE_SIZE)
 def runs_inline(query: str | None) -> bool:
-    """Whether a query only reads precomputed data (no connection, no search)."""
-    if not query:
+    """Whether a query is short and only reads precomputed data (no connection, no
+    search): parsing it on the loop takes well under a millisecond."""
+    if not query or len(query) > INLINE_MAX_CHARS:
         return False
     try:
         document = parse(query)
@@ -49,19 +63,35 @@ def runs_inline(query: str | None) -> bool:
 
 
 class Offloader:
-    """The server's runner: cheap operations inline, the rest in one worker thread."""
+    """The server's runner: cheap operations inline, the rest in worker threads, each
+    within `time_budget` seconds."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, threads: int = DEFAULT_THREADS, time_budget: float = DEFAULT_TIME_BUDGET
+    ) -> None:
+        self.threads = threads
+        self.time_budget = time_budget
         self._limiter: anyio.CapacityLimiter | None = None
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
-        """The worker thread's capacity; made on first use, inside the event loop."""
+        """The worker threads' capacity; made on first use, inside the event loop."""
         if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(1)
+            self._limiter = anyio.CapacityLimiter(self.threads)
         return self._limiter
 
     async def __call__(self, query: str | None, operation: Operation) -> ExecutionResult:
+        def bounded() -> ExecutionResult:
+            with deadline(self.time_budget):
+                return operation()
+
         if runs_inline(query):
-            return operation()
-        return await anyio.to_thread.run_sync(operation, limiter=self.limiter)
+            return bounded()
+        with anyio.move_on_after(self.time_budget + GRACE_SECONDS):
+            return await anyio.to_thread.run_sync(
+                bounded, limiter=self.limiter, abandon_on_cancel=True
+            )
+        over = str(OverBudgetError(self.time_budget))
+        return ExecutionResult(
+            data=None, errors=[GraphQLError(over, extensions={"code": QUERY_TOO_COMPLEX})]
+        )

@@ -118,7 +118,11 @@ class ResponseCache:
         captured: list[Message] = []
 
         async def capture(message: Message) -> None:
-            captured.append(message)
+            # Kept as sent from here: middleware outside (CORS) edits the headers it sees.
+            if message["type"] == "http.response.start":
+                captured.append({**message, "headers": list(message.get("headers", []))})
+            else:
+                captured.append(message)
             await send(message)
 
         await self.app(scope, _replay(read, receive), capture)
@@ -182,7 +186,8 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
 
 
 async def _send(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+    # A copy each time, so that what middleware outside adds is not kept for the next.
+    await send({"type": "http.response.start", "status": status, "headers": list(headers)})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 

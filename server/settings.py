@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cachegql.schema import DEFAULT_MAX_FIRST
+from cachegql.schema import DEFAULT_MAX_COST, DEFAULT_MAX_FIRST
+from cachegql.server.admission import DEFAULT_MAX_REQUESTS
+from cachegql.server.body import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT
+from cachegql.server.offload import DEFAULT_THREADS, DEFAULT_TIME_BUDGET
 
 __all__ = ["ENV_PREFIX", "Settings"]
 
@@ -36,6 +39,18 @@ class Settings:
     """How many automatic persisted queries each worker remembers (least recent dropped)."""
     log_format: Literal["text", "json"] = "text"
     access_log: bool = True
+    max_cost: int = DEFAULT_MAX_COST
+    """The price a query may have (`schema/limits.py`); above, QUERY_TOO_COMPLEX."""
+    time_budget: float = DEFAULT_TIME_BUDGET
+    """Seconds a query may run; then it is stopped with QUERY_TOO_COMPLEX."""
+    threads: int = DEFAULT_THREADS
+    """Worker threads per worker process for queries that read the index at length."""
+    max_body_bytes: int = DEFAULT_MAX_BYTES
+    """The largest request body (and GET query string) accepted; above, 413 (414)."""
+    read_timeout: float = DEFAULT_TIMEOUT
+    """Seconds a request's head, and then its body, may take to arrive."""
+    max_requests: int = DEFAULT_MAX_REQUESTS
+    """GraphQL requests in progress per worker; beyond, 503 with Retry-After."""
 
     def to_env(self) -> dict[str, str]:
         env = {}

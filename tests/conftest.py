@@ -47,8 +47,10 @@ def expected() -> dict[str, dict[str, dict[str, Any]]]:
 class LiveServer:
     """A real uvicorn serving an app on 127.0.0.1 (a free port) in a background thread."""
 
-    def __init__(self, app: Starlette) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    def __init__(self, app: Starlette, http: Any = "auto") -> None:
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", http=http
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -1141,11 +1141,11 @@ def test_nesting_through_fragments_and_variables_is_too_complex(gql: GraphQLClie
         n=100,
     )
     assert body["errors"][0]["extensions"]["code"] == "QUERY_TOO_COMPLEX"
-    # Shallow but wide: two aliases of 100 x 100 specs with 10 fields each, about 200,000 values.
+    # Shallow but wide: ten aliases of 100 x 100 specs with 10 fields each, over 1M values.
     wide = " ".join(
         f"""a{i}: packages(first: 100) {{ nodes {{ specs(first: 100) {{ nodes {{
               hash shortHash name tag version os platform target stacks size }} }} }} }}"""
-        for i in range(2)
+        for i in range(10)
     )
     error = gql.error(f"{{ {wide} }}")
     assert error["extensions"]["code"] == "QUERY_TOO_COMPLEX"

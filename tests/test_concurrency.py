@@ -38,7 +38,7 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def app(demo_index: Path) -> Starlette:
-    return create_app(Settings(index=demo_index, reload_interval=0))
+    return create_app(Settings(index=demo_index, reload_interval=0, threads=1))
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +88,32 @@ def test_cheap_queries_are_answered_while_the_worker_thread_is_busy(
     assert expensive["data"]["specs"]["totalCount"] > 0
 
 
+def test_with_two_threads_an_expensive_query_does_not_wait_for_another(
+    demo_index: Path,
+) -> None:
+    """One thread held (as by a slow query), the other answers the next expensive one."""
+    app = create_app(Settings(index=demo_index, reload_interval=0, threads=2))
+    server = LiveServer(app)
+    with server as url:
+        loop = server.server.servers[0].get_loop()
+        holding, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            holding.set()
+            release.wait(timeout=60)
+
+        async def occupy() -> None:
+            await anyio.to_thread.run_sync(hold, limiter=app.state.offloader.limiter)
+
+        occupied = asyncio.run_coroutine_threadsafe(occupy(), loop)
+        try:
+            assert holding.wait(timeout=10)
+            assert _post(url, EXPENSIVE, timeout=10)["data"]["specs"]["totalCount"] > 0
+        finally:
+            release.set()
+            occupied.result(timeout=10)
+
+
 def test_a_page_of_specs_reads_each_package_once(demo_index: Path) -> None:
     store = IndexStore(demo_index)
     snapshot = store.snapshot()
@@ -114,6 +140,7 @@ def test_a_page_of_specs_reads_each_package_once(demo_index: Path) -> None:
         ('{ stack(name: "e4s") { packages { totalCount } } }', False),
         ("query { ...F } fragment F on Query { specs { totalCount } }", False),
         ("{ tags { name ", False),
+        ("{ " + "tags { name } " * 200 + "}", False),  # too long to parse on the loop
     ],
 )
 def test_only_queries_without_connections_run_on_the_event_loop(query: str, inline: bool) -> None:

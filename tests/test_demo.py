@@ -123,7 +123,7 @@ def test_the_default_index_is_reused_without_writing(tmp_path: Path) -> None:
     (A folder where the lock file was makes opening it fail, for root too.)"""
     config = DemoConfig(packages=20, specs=200)
     built = default_index(tmp_path, config)
-    (lock,) = tmp_path.glob("*.lock")
+    lock = built.with_name(built.name + ".lock")
     lock.unlink()
     lock.mkdir()
     before = sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))

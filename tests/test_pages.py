@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from cachegql.index.ingest import NotAPageError, Page, PageError, parse_page, read_page
+from cachegql.index.ingest.pages import HEAD_BYTES
 from cachegql.index.spack import Variant, parse_compiler, parse_variant
 from tests.conftest import PAGES
-from tests.page_factory import page_text, spec
+from tests.page_factory import page_text, spec, write_page
 
 CACHE = PAGES / "_cache"
 HDF5 = CACHE / "develop" / "hdf5" / "specs.md"  # 2025 style: sorted keys, gcc@13.2.0
@@ -153,6 +154,27 @@ def test_crlf_line_endings_read_like_lf() -> None:
     crlf = parse_page(text.replace("\n", "\r\n"), "hdf5.md")
     assert crlf.specs == lf.specs
     assert crlf.problems == []
+
+
+def test_page_longer_than_its_judged_start_is_read_whole(tmp_path: Path) -> None:
+    """A file is judged a page from its first HEAD_BYTES; a longer page loads whole, even
+    when `layout: cache` comes after a line longer than that start."""
+    specs = [spec(f"long-{i}") for i in range(600)]
+    long_page = write_page(tmp_path / "long.md", page_text(specs))
+    note = json.dumps({"note": "x" * HEAD_BYTES})
+    late = page_text(specs).replace("layout: cache\n", "").replace("---\n", "", 1)
+    late_layout = write_page(tmp_path / "late.md", f"---\nmeta: {note}\nlayout: cache\n{late}")
+    for path in (long_page, late_layout):
+        assert path.stat().st_size > HEAD_BYTES
+        page = read_page(path)
+        assert len(page.specs) == 600
+        assert page.problems == []
+
+
+def test_byte_order_mark_before_front_matter_is_ignored() -> None:
+    """A UTF-8 BOM (Windows editors write one) is not part of the first '---' line."""
+    text = HDF5.read_text(encoding="utf-8")
+    assert parse_page("\ufeff" + text, "hdf5.md").specs == parse_page(text, "hdf5.md").specs
 
 
 # Pages that are not usable

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 import weakref
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,14 @@ from typing import Any
 import pytest
 
 from cachegql.index import BuildError, BuildReport, IndexStore, build_index
-from cachegql.index.disk.publish import PARTIAL, PublishError, builds_folder
+from cachegql.index.disk.publish import (
+    GRACE_SECONDS,
+    KEEP_BUILDS,
+    PARTIAL,
+    REPLACED,
+    PublishError,
+    builds_folder,
+)
 from cachegql.index.ingest import StrictModeError
 from cachegql.schema import Context, build_schema
 from cachegql.server.holder import IndexHolder
@@ -34,6 +43,11 @@ def _finished(out: Path) -> list[Path]:
 def _partials(out: Path) -> list[Path]:
     folder = builds_folder(out)
     return sorted(folder.glob("*" + PARTIAL)) if folder.is_dir() else []
+
+
+def _marker(build: Path) -> Path:
+    """The file whose mtime says when `build` stopped being current."""
+    return build.with_name(build.name + REPLACED)
 
 
 def _served(out: Path) -> dict[str, Any]:
@@ -79,20 +93,52 @@ def test_link_is_relative_so_the_index_can_be_moved(tmp_path: Path) -> None:
     assert _served(tmp_path / "b" / "ix")["build_id"] == build_id
 
 
-def test_rebuild_swaps_link_and_keeps_at_most_two_builds(tmp_path: Path) -> None:
-    """Each rebuild repoints `out` to the new build; older builds are pruned to two."""
+def test_rebuilds_keep_every_build_replaced_within_the_grace_period(tmp_path: Path) -> None:
+    """Each rebuild repoints `out`; however many there are, the builds replaced less than
+    GRACE_SECONDS ago all stay, each marked when it stopped being current."""
     out = tmp_path / "ix"
     folders = []
-    for _ in range(4):
+    for _ in range(KEEP_BUILDS + 2):
+        before = time.time()
         report = build_index([LOOSE], out)
         folders.append(report.folder)
         assert out.resolve() == report.folder
         assert _served(out)["build_id"] == report.folder.name
-        finished = _finished(out)
-        assert report.folder in finished
-        assert len(finished) <= 2
-    assert len(set(folders)) == 4
-    assert len(_finished(out)) == 2
+        if len(folders) > 1:
+            assert before - 1 <= _marker(folders[-2]).stat().st_mtime <= time.time() + 1
+    assert _finished(out) == sorted(folders)
+    assert sorted(builds_folder(out).glob("*" + REPLACED)) == sorted(map(_marker, folders[:-1]))
+
+
+def test_builds_replaced_before_the_grace_period_go_but_the_newest_stay(tmp_path: Path) -> None:
+    """Replaced more than GRACE_SECONDS ago, builds are deleted at the next build, except
+    the newest KEEP_BUILDS (the current one and those replaced last); their marks go too."""
+    out = tmp_path / "ix"
+    folders = [build_index([LOOSE], out).folder for _ in range(5)]
+    long_ago = time.time() - GRACE_SECONDS - 100
+    for age, folder in enumerate(folders[:-1]):  # replaced in this order, long ago
+        os.utime(_marker(folder), (long_ago + age, long_ago + age))
+    newest = build_index([LOOSE], out).folder
+    kept = [newest, folders[-1], folders[-2]]  # current, replaced just now, replaced last
+    assert len(kept) == KEEP_BUILDS
+    assert _finished(out) == sorted(kept)
+    assert sorted(builds_folder(out).glob("*" + REPLACED)) == sorted(map(_marker, kept[1:]))
+
+
+def test_a_build_replaced_by_hand_is_kept_for_the_grace_period(tmp_path: Path) -> None:
+    """A build that stopped being current without `cachegql index` (a link swapped by
+    hand) has no mark: it is marked when first seen, and kept from then on."""
+    out = tmp_path / "ix"
+    folders = [build_index([LOOSE], out).folder for _ in range(KEEP_BUILDS)]
+    long_ago = time.time() - GRACE_SECONDS - 100
+    for folder in folders[:-1]:
+        os.utime(_marker(folder), (long_ago, long_ago))
+    swap = tmp_path / ".ix.swap"
+    swap.symlink_to(Path(builds_folder(out).name) / folders[0].name)
+    swap.replace(out)  # rolled back by hand: folders[-1] is replaced, unmarked
+    newest = build_index([LOOSE], out).folder
+    assert _finished(out) == sorted([newest, folders[0], folders[-1]])
+    assert _marker(folders[-1]).is_file()
 
 
 def test_rebuild_keeps_the_previous_build_for_running_servers(tmp_path: Path) -> None:
@@ -221,10 +267,11 @@ def test_killed_build_leaves_previous_index_serving(tmp_path: Path) -> None:
     assert out.readlink() == link_before
     assert _served(out) == served_before
 
-    # The leftover partial does not get in the way of the next build.
+    # The next build removes the leftover at once (its writer is dead: the lock is free).
     report = build_index([LOOSE], out)
     assert out.resolve() == report.folder
     assert _served(out)["tags"] == {"develop": 3}
+    assert _partials(out) == []
 
 
 # (d) refusing to overwrite what is not an index link

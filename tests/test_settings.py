@@ -28,6 +28,12 @@ def _unusual(index: Path) -> Settings:
         persisted_queries=3,
         log_format="json",
         access_log=False,
+        max_cost=12_345,
+        time_budget=2.5,
+        threads=3,
+        max_body_bytes=4096,
+        read_timeout=1.5,
+        max_requests=9,
     )
 
 

@@ -4,10 +4,19 @@ A `Column` gives each row one value; a `SetColumn` gives each row a set of value
 (stacks, variants), stored once per distinct set. Both keep, per value, the sorted
 rows that have it, so exact filters cost the size of their answer, not of the tag.
 The writer builds and saves them (`index.disk.write`); here they are read back.
+
+Read back, they are copies in memory, checked for type and shape, not memory maps: a
+mapped file truncated while it is served kills the process (SIGBUS) at its next read,
+and one rewritten in place changes answers silently, while a copy taken from the
+verified file is out of reach of both. Only posting items too large to copy (the DAG's
+closure: 2.2 GB at 1M build-cache specs) stay in their file, read list by list with
+`pread` (`FilePostings`), which fails a read cleanly when the file changed.
 """
 
 from __future__ import annotations
 
+import os
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,15 +24,22 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from cachegql.index.disk.verify import IndexChangedError, IndexLoadError, Stamp
+
 __all__ = [
+    "LARGE_FILE",
     "Codes",
     "Column",
+    "FileArray",
+    "FilePostings",
     "IdArray",
     "Mask",
     "Offsets",
     "Postings",
     "Rows",
     "SetColumn",
+    "check_array",
+    "check_codes",
     "expand",
     "load_array",
 ]
@@ -33,6 +49,11 @@ Codes = npt.NDArray[np.int32]
 Offsets = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 IdArray = npt.NDArray[np.intp]
+
+LARGE_FILE = 64 << 20
+"""Posting items in a larger file stay in it (`FilePostings`) instead of being copied into
+memory. At 1M specs, only the DAG's closure (2.2 GB) and name postings (240 MB) are larger;
+the largest column posting list is 16 MB."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +67,64 @@ class Postings:
         return self.items[self.offsets[value] : self.offsets[value + 1]]
 
     def sizes(self, values: IdArray | None = None) -> npt.NDArray[np.int64]:
-        sizes = np.diff(self.offsets)
-        return sizes if values is None else sizes[values]
+        return _sizes(self.offsets, values)
 
     @classmethod
-    def load(cls, folder: Path, name: str) -> Postings:
-        return cls(load_array(folder, f"{name}.items"), load_array(folder, f"{name}.offsets"))
+    def read(
+        cls, folder: Path, name: str, num_values: int | None = None, bound: int | None = None
+    ) -> Postings:
+        """Posting lists copied into memory, checked: `num_values` lists (when given) whose
+        offsets ascend from 0 to the number of items, each item below `bound` (when given)."""
+        offsets = _offsets(folder, name, num_values)
+        items = load_array(folder, f"{name}.items", "int32", int(offsets[-1]))
+        if bound is not None:
+            check_codes(folder / f"{name}.items.npy", items, bound)
+        return cls(items, offsets)
+
+    @classmethod
+    def load(cls, folder: Path, name: str) -> Postings | FilePostings:
+        """Posting lists, copied into memory unless their items file is larger than
+        `LARGE_FILE`: those are read from the file, list by list."""
+        path = folder / f"{name}.items.npy"
+        try:
+            large = path.stat().st_size > LARGE_FILE
+        except OSError as exc:
+            raise IndexLoadError(f"{path} cannot be read: {exc.strerror or exc}") from exc
+        if not large:
+            return cls.read(folder, name)
+        offsets = _offsets(folder, name, None)
+        return FilePostings(FileArray.npy(path, "int32", int(offsets[-1])), offsets)
+
+
+@dataclass(frozen=True, slots=True)
+class FilePostings:
+    """Posting lists whose items stay in their file (read with `FileArray`); the offsets,
+    one per list, are in memory. Answers as `Postings` does."""
+
+    items: FileArray
+    offsets: Offsets
+
+    def __call__(self, value: int) -> Rows:
+        rows: Rows = self.items.read(int(self.offsets[value]), int(self.offsets[value + 1]))
+        return rows
+
+    def sizes(self, values: IdArray | None = None) -> npt.NDArray[np.int64]:
+        return _sizes(self.offsets, values)
+
+
+def _sizes(offsets: Offsets, values: IdArray | None) -> npt.NDArray[np.int64]:
+    sizes = np.diff(offsets)
+    return sizes if values is None else sizes[values]
+
+
+def _offsets(folder: Path, name: str, num_values: int | None) -> Offsets:
+    path = folder / f"{name}.offsets.npy"
+    offsets: Offsets = load_array(
+        folder, f"{name}.offsets", "int64", None if num_values is None else num_values + 1
+    )
+    if not len(offsets) or offsets[0] != 0 or (np.diff(offsets) < 0).any():
+        raise IndexLoadError(f"{path} does not ascend from 0: the posting lists are damaged")
+    return offsets
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +137,11 @@ class Column:
     postings: Postings
 
     @classmethod
-    def load(cls, folder: Path, name: str, values: list[str]) -> Column:
-        return cls(name, values, load_array(folder, f"{name}.codes"), Postings.load(folder, name))
+    def load(cls, folder: Path, name: str, values: list[str], num_rows: int) -> Column:
+        """The column `name` of `num_rows` rows, checked against its `values`."""
+        codes = load_array(folder, f"{name}.codes", "int32", num_rows)
+        check_codes(folder / f"{name}.codes.npy", codes, len(values))
+        return cls(name, values, codes, Postings.read(folder, name, len(values), num_rows))
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +167,19 @@ class SetColumn:
         return hit
 
     @classmethod
-    def load(cls, folder: Path, name: str, values: list[str]) -> SetColumn:
+    def load(cls, folder: Path, name: str, values: list[str], num_rows: int) -> SetColumn:
+        """The set column `name` of `num_rows` rows, checked against its `values`."""
+        members = Postings.read(folder, f"{name}.members", bound=len(values))
+        num_sets = len(members.offsets) - 1
+        codes = load_array(folder, f"{name}.codes", "int32", num_rows)
+        check_codes(folder / f"{name}.codes.npy", codes, num_sets)
         return cls(
             name,
             values,
-            load_array(folder, f"{name}.codes"),
-            Postings.load(folder, f"{name}.members"),
-            Postings.load(folder, f"{name}.postings"),
-            Postings.load(folder, f"{name}.set_postings"),
+            codes,
+            members,
+            Postings.read(folder, f"{name}.postings", len(values), num_rows),
+            Postings.read(folder, f"{name}.set_postings", len(values), num_sets),
         )
 
 
@@ -116,6 +197,127 @@ def expand(codes: Codes, members: Postings, rows: Rows | None = None) -> tuple[R
     return np.repeat(rows, lengths).astype(np.int32), items.astype(np.int32)
 
 
-def load_array(folder: Path, name: str) -> Any:
-    """A saved array, memory-mapped: slices stay cheap views, pages load on first use."""
-    return np.load(folder / f"{name}.npy", mmap_mode="r").view(np.ndarray)
+def load_array(folder: Path, name: str, dtype: str | None = None, length: int | None = None) -> Any:
+    """The saved array `name`, copied into memory (read-only, as the file is) and checked:
+    one dimension, and `dtype` and `length` when given."""
+    path = folder / f"{name}.npy"
+    try:
+        with path.open("rb") as file:
+            if file.read(len(_NPY_MAGIC)) != _NPY_MAGIC:
+                raise IndexLoadError(f"{path} is not a numpy array file (.npy)")
+            file.seek(0)
+            array = np.load(file, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise IndexLoadError(f"{path} is not a readable array: {exc}") from exc
+    checked = check_array(path, array, dtype, length)
+    checked.flags.writeable = False
+    return checked
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def check_array(path: Path, array: Any, dtype: str | None, length: int | None) -> Any:
+    """`array` as read from `path`, if it has one dimension, `dtype` and `length`."""
+    if not isinstance(array, np.ndarray):
+        raise IndexLoadError(f"{path} holds a {type(array).__name__}, not an array")
+    _check_layout(path, array.shape, array.dtype, dtype, length)
+    return array
+
+
+def _check_layout(
+    path: Path, shape: tuple[int, ...], found: np.dtype[Any], dtype: str | None, length: int | None
+) -> None:
+    if len(shape) != 1:
+        raise IndexLoadError(f"{path} holds an array of shape {shape}, expected one dimension")
+    if dtype is not None and found != np.dtype(dtype):
+        raise IndexLoadError(f"{path} holds {found} values, expected {np.dtype(dtype)}")
+    if length is not None and shape[0] != length:
+        raise IndexLoadError(f"{path} holds {shape[0]} values, expected {length}")
+
+
+def check_codes(path: Path, codes: npt.NDArray[np.integer[Any]], bound: int) -> None:
+    """Every value of `codes` (read from `path`) is an index below `bound`."""
+    if len(codes) and (int(codes.min()) < 0 or int(codes.max()) >= bound):
+        raise IndexLoadError(
+            f"{path} holds values in [{int(codes.min())}, {int(codes.max())}], "
+            f"expected [0, {bound})"
+        )
+
+
+class FileArray:
+    """A one-dimensional array left in its file and read by slices with `os.pread`.
+
+    Never memory-mapped: reading a file truncated while it is served comes back short and
+    fails with `IndexChangedError`, where a mapped read would kill the process (SIGBUS).
+    Each read first compares the file's stamp (`fstat`, about a microsecond) with the one
+    it had when opened, so a file rewritten in place fails too, rather than answering from
+    other data. Safe between threads (`pread` has no shared position); the descriptor is
+    closed when the array is freed, without a reference cycle.
+    """
+
+    def __init__(self, path: Path, dtype: npt.DTypeLike, start: int, count: int) -> None:
+        self.path = path
+        self.dtype = np.dtype(dtype)
+        self._start, self._count = start, count
+        self._fd = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)
+        self._stamp = Stamp.of(os.fstat(self._fd))
+        expected = start + count * self.dtype.itemsize
+        if self._stamp.size != expected:
+            raise IndexLoadError(f"{path} is {self._stamp.size} bytes, its header says {expected}")
+
+    @classmethod
+    def npy(cls, path: Path, dtype: str, length: int) -> FileArray:
+        """The array saved at `path` by `np.save`, checked: one dimension, `dtype`, `length`."""
+        try:
+            with path.open("rb") as file:
+                version = np.lib.format.read_magic(file)
+                if version == (1, 0):
+                    shape, _fortran, stored = np.lib.format.read_array_header_1_0(file)
+                else:
+                    shape, _fortran, stored = np.lib.format.read_array_header_2_0(file)
+                start = file.tell()
+        except (OSError, ValueError, EOFError) as exc:
+            raise IndexLoadError(f"{path} is not a readable array: {exc}") from exc
+        _check_layout(path, shape, stored, dtype, length)
+        return cls(path, stored, start, length)
+
+    @classmethod
+    def raw(cls, path: Path) -> FileArray:
+        """The bytes of the file at `path`."""
+        return cls(path, np.uint8, 0, path.stat().st_size)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def read(self, lo: int, hi: int) -> npt.NDArray[Any]:
+        """Items `lo` to `hi` (clipped, as a slice is), as a new read-only array."""
+        lo, hi = max(0, lo), min(hi, self._count)
+        if hi <= lo:
+            return np.zeros(0, dtype=self.dtype)
+        now = Stamp.of(os.fstat(self._fd))
+        if now != self._stamp:
+            raise IndexChangedError(
+                f"{self.path} {self._stamp.describe_change(now)} while served; "
+                "it cannot be read until a new build is published"
+            )
+        size = (hi - lo) * self.dtype.itemsize
+        data = _pread(self._fd, size, self._start + lo * self.dtype.itemsize)
+        if len(data) != size:
+            raise IndexChangedError(f"{self.path} was cut short while served")
+        return np.frombuffer(data, dtype=self.dtype)
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """Up to `size` bytes at `offset`: several reads when one returns less (as a read of
+    more than 2 GiB does on Linux), fewer bytes only at the end of the file."""
+    parts = []
+    while size:
+        part = os.pread(fd, size, offset)
+        if not part:
+            break
+        parts.append(part)
+        size -= len(part)
+        offset += len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from cachegql.index.budget import check
 from cachegql.index.disk.columns import IdArray, Postings, Rows, load_array
 from cachegql.index.disk.layout import DAG_FILE, DEPTYPES
 
@@ -20,6 +21,8 @@ __all__ = ["Dag", "EdgeData"]
 
 # Above this share of the specs, a union of posting lists costs more than a mask.
 _MASK_SHARE = 0.05
+# Nodes whose closures are merged between two checks of the time budget.
+_NODES_PER_CHECK = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,13 +91,16 @@ class Dag:
         closure = self.closure
         if not len(nodes):
             return _EMPTY
-        sizes = closure.sizes(nodes)
-        if len(nodes) == 1 or int(sizes.sum()) <= _MASK_SHARE * self.num_specs:
+        offsets = closure.offsets
+        total = int((offsets[nodes + 1] - offsets[nodes]).sum())
+        if len(nodes) == 1 or total <= _MASK_SHARE * self.num_specs:
             parts = [closure(int(node)) for node in nodes.tolist()]
             merged = np.unique(np.concatenate(parts)) if len(parts) > 1 else parts[0]
         else:
             mask = np.zeros(self.num_nodes, dtype=np.bool_)
-            for node in nodes.tolist():
+            for i, node in enumerate(nodes.tolist()):
+                if not i % _NODES_PER_CHECK:
+                    check()
                 mask[closure(node)] = True
             merged = np.flatnonzero(mask).astype(np.int32)
         result: Rows = merged

@@ -2,12 +2,15 @@
 
 Nothing here points back at its `Snapshot`, so that a snapshot no longer served is
 freed by reference counting alone, the moment its last request ends.
+
+Loading checks that the arrays fit together (lengths, codes within their dictionaries,
+offsets ascending), so that a build whose files are intact but inconsistent is refused
+with the file named instead of failing, or answering wrongly, at some later query.
 """
 
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,10 +20,28 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cachegql.index.disk.columns import Column, IdArray, Postings, Rows, SetColumn, load_array
+from cachegql.index.disk.columns import (
+    Column,
+    FileArray,
+    FilePostings,
+    IdArray,
+    Offsets,
+    Postings,
+    Rows,
+    SetColumn,
+    check_codes,
+    load_array,
+)
 from cachegql.index.disk.dag import Dag
-from cachegql.index.disk.layout import DAG_FOLDER, DICTIONARIES, NODES_FOLDER, TEXT_FOLDER
+from cachegql.index.disk.layout import (
+    DAG_FILE,
+    DAG_FOLDER,
+    DICTIONARIES,
+    NODES_FOLDER,
+    TEXT_FOLDER,
+)
 from cachegql.index.disk.text import TextIndex
+from cachegql.index.disk.verify import IndexLoadError, read_json
 from cachegql.index.fields import SPEC_FIELDS
 from cachegql.index.records import SpecRecord
 from cachegql.index.spack.compilers import Compiler
@@ -82,20 +103,38 @@ class Snapshot:
     def __init__(self, tag: str, folder: Path) -> None:
         self.tag = tag
         self.folder = folder
-        stored: dict[str, Any] = json.loads((folder / DICTIONARIES).read_text())
-        self.columns = {f.name: Column.load(folder, f.name, stored[f.name]) for f in SPEC_FIELDS}
-        self.sets = {c: SetColumn.load(folder, c, _names(stored[c])) for c in SET_COLUMNS}
+        stored = _Dictionaries(folder / DICTIONARIES)
+        # The hashes first: their number is the length of every other column.
+        self.hash_rank: Rows = load_array(folder, "hash.rank", "int32")
+        num_rows = self.num_specs = len(self.hash_rank)
+        self.hash_sorted: npt.NDArray[np.bytes_] = load_array(
+            folder, "hash.sorted", "S32", num_rows
+        )
+        self.hash_rows: Rows = load_array(folder, "hash.rows", "int32", num_rows)
+        check_codes(folder / "hash.rank.npy", self.hash_rank, num_rows)
+        check_codes(folder / "hash.rows.npy", self.hash_rows, num_rows)
+        self.columns = {
+            f.name: Column.load(folder, f.name, stored.values(f.name), num_rows)
+            for f in SPEC_FIELDS
+        }
+        self.sets = {
+            c: SetColumn.load(folder, c, _names(stored.values(c)), num_rows) for c in SET_COLUMNS
+        }
         self.dictionaries = {
             **{name: Dictionary(column.values) for name, column in self.columns.items()},
             **{name: Dictionary(column.values) for name, column in self.sets.items()},
         }
-        self.hash_sorted: npt.NDArray[np.bytes_] = load_array(folder, "hash.sorted")
-        self.hash_rows: Rows = load_array(folder, "hash.rows")
-        self.hash_rank: Rows = load_array(folder, "hash.rank")
-        self.package_start: npt.NDArray[np.int64] = load_array(folder, "package.start")
-        self.package_stacks = SetColumn.load(folder, "package_stacks", stored["stacks"])
-        self.package_atoms = SetColumn.load(folder, "package_atoms", stored["atoms"])
-        package_ids = np.arange(len(self.package_start) - 1, dtype=np.int32)
+        self.num_packages = len(self.columns["package"].values)
+        self.package_start: npt.NDArray[np.int64] = _bounds(
+            folder, "package.start", self.num_packages, num_rows, "the number of specs"
+        )
+        self.package_stacks = SetColumn.load(
+            folder, "package_stacks", stored.values("stacks"), self.num_packages
+        )
+        self.package_atoms = SetColumn.load(
+            folder, "package_atoms", stored.values("atoms"), self.num_packages
+        )
+        package_ids = np.arange(self.num_packages, dtype=np.int32)
         # Packages as rows of their own, for package filters: each package is its own value.
         self.package_names = Column(
             "package_name",
@@ -103,32 +142,44 @@ class Snapshot:
             package_ids,
             Postings(package_ids, np.arange(len(package_ids) + 1, dtype=np.int64)),
         )
-        self.sizes: npt.NDArray[np.int64] = load_array(folder, "size")
-        self._tarball_offsets: npt.NDArray[np.int64] = load_array(folder, "tarball.offsets")
-        self._tarballs = _blob(folder / "tarball.blob")
-        self.stack_summaries: list[dict[str, Any]] = stored["stack_summaries"]
-        self.num_specs = len(self.hash_rank)
-        self.num_packages = len(self.package_start) - 1
+        self.sizes: npt.NDArray[np.int64] = load_array(folder, "size", "int64", num_rows)
+        # Tarball names are read a page at a time, from the file: they are the biggest
+        # column (92 MB at 1M specs) and the least read.
+        self._tarballs = FileArray.raw(folder / "tarball.blob")
+        self._tarball_offsets = _bounds(
+            folder, "tarball.offsets", num_rows, len(self._tarballs), "the size of tarball.blob"
+        )
+        self.stack_summaries: list[dict[str, Any]] = stored.values("stack_summaries")
         # Parsed at ingest and stored in parts: rebuilt here without parsing again.
-        self.compiler_codes: Rows = load_array(folder, "compiler_record.codes")
-        self.compilers = [Compiler(*parts) for parts in stored["compiler_record"]]
-        self.variants = [Variant(*parts) for parts in stored["variants"]]
-        self.flag_codes: Rows = load_array(folder, "flags_record.codes")
+        self.compilers = [Compiler(*parts) for parts in stored.values("compiler_record")]
+        self.compiler_codes: Rows = load_array(folder, "compiler_record.codes", "int32", num_rows)
+        check_codes(folder / "compiler_record.codes.npy", self.compiler_codes, len(self.compilers))
+        self.variants = [Variant(*parts) for parts in stored.values("variants")]
         self.flags = [
             tuple((kind, tuple(values)) for kind, values in flags)
-            for flags in stored["flags_record"]
+            for flags in stored.values("flags_record")
         ]
+        self.flag_codes: Rows = load_array(folder, "flags_record.codes", "int32", num_rows)
+        check_codes(folder / "flags_record.codes.npy", self.flag_codes, len(self.flags))
         # The nodes table has no text index: it is filtered, never searched.
         text = folder / TEXT_FOLDER
         self._text = TextIndex(text) if text.is_dir() else None
         nodes = folder / NODES_FOLDER
         self.nodes = Snapshot(tag, nodes) if nodes.is_dir() else None
-        self.dag = Dag(folder / DAG_FOLDER) if (folder / DAG_FOLDER).is_dir() else None
+        self.dag = _dag(folder / DAG_FOLDER, self) if (folder / DAG_FOLDER).is_dir() else None
         self._packages: dict[int, PackageData] = {}
         self.packages_read = 0
         # Counts of batch reads, for tests that a page is read as a whole.
         self.spec_reads = 0
         self.dependency_reads = 0
+
+    def files_on_disk(self) -> list[Path]:
+        """The files this snapshot reads while it serves, rather than from memory."""
+        files = [self._tarballs.path]
+        if self.dag is not None:
+            postings = (self.dag.dependents, self.dag.closure, self.dag.by_name)
+            files += [p.items.path for p in postings if isinstance(p, FilePostings)]
+        return files + (self.nodes.files_on_disk() if self.nodes is not None else [])
 
     @property
     def text(self) -> TextIndex:
@@ -293,8 +344,7 @@ class Snapshot:
         variant_sets = self._members("variants", rows)
         stack_sets = self._members("stacks", rows)
         sizes = self.sizes[rows].tolist()
-        starts = self._tarball_offsets[rows].tolist()
-        ends = self._tarball_offsets[rows + 1].tolist()
+        tarballs = self._tarball_names(rows)
         version_names = self.sets["versions"].values
         stack_names = self.sets["stacks"].values
         return [
@@ -306,15 +356,29 @@ class Snapshot:
                 variants=tuple(self.variants[v] for v in variant_sets[i]),
                 stacks=tuple(stack_names[s] for s in stack_sets[i]),
                 size=None if sizes[i] < 0 else sizes[i],
-                tarball=self._tarball(starts[i], ends[i]),
+                tarball=tarballs[i],
                 flags=self.flags[flags[i]],
                 **{name: values[codes[i]] for name, values, codes in attributes},
             )
             for i in range(len(rows))
         ]
 
-    def _tarball(self, start: int, end: int) -> str | None:
-        return self._tarballs[start:end].tobytes().decode() if end > start else None
+    def _tarball_names(self, rows: npt.NDArray[np.int64]) -> list[str | None]:
+        """The tarball name of each row: one read of the span the rows cover when it is
+        short (a page of one package's specs is adjacent rows), else one read per row."""
+        starts = self._tarball_offsets[rows].tolist()
+        ends = self._tarball_offsets[rows + 1].tolist()
+        low, high = min(starts), max(ends)
+        if high - low <= _TARBALL_SPAN:
+            span = self._tarballs.read(low, high).tobytes()
+            return [
+                span[s - low : e - low].decode() if e > s else None
+                for s, e in zip(starts, ends, strict=True)
+            ]
+        return [
+            self._tarballs.read(s, e).tobytes().decode() if e > s else None
+            for s, e in zip(starts, ends, strict=True)
+        ]
 
     def _members(self, column: str, rows: npt.NDArray[np.int64]) -> list[list[int]]:
         member_lists = self._set_member_lists[column]
@@ -388,7 +452,66 @@ def _names(stored: list[Any]) -> list[str]:
     return [value[-1] if isinstance(value, list) else value for value in stored]
 
 
-def _blob(path: Path) -> npt.NDArray[np.uint8]:
-    if not path.stat().st_size:  # an empty file cannot be memory-mapped
-        return np.zeros(0, dtype=np.uint8)
-    return np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray)
+# A page of 100 specs reads at most this much of the tarball names at once (~60 B each).
+_TARBALL_SPAN = 64 << 10
+
+
+class _Dictionaries:
+    """A tag's `dictionaries.json`: a missing or malformed entry is refused, naming it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        stored = read_json(path)
+        if not isinstance(stored, dict):
+            raise IndexLoadError(f"{path} is not a JSON object")
+        self._stored: dict[str, Any] = stored
+
+    def values(self, name: str) -> Any:
+        value = self._stored.get(name)
+        if not isinstance(value, list):
+            raise IndexLoadError(f"{self.path} has no list {name!r}")
+        return value
+
+
+def _bounds(folder: Path, name: str, num_ranges: int, end: int, what: str = "") -> Offsets:
+    """Offsets of `num_ranges` consecutive ranges covering 0 to `end` (`what` it is)."""
+    offsets: Offsets = load_array(folder, name, "int64", num_ranges + 1)
+    if offsets[0] != 0 or offsets[-1] != end or (np.diff(offsets) < 0).any():
+        to = f"{end} ({what})" if what else str(end)
+        raise IndexLoadError(f"{folder / name}.npy does not ascend from 0 to {to}")
+    return offsets
+
+
+def _dag(folder: Path, snapshot: Snapshot) -> Dag:
+    """The tag's DAG, checked against its spec and node tables."""
+    try:
+        dag = Dag(folder)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IndexLoadError(f"{folder / DAG_FILE} is malformed: {exc!r}") from exc
+    num_nodes = snapshot.num_specs + (snapshot.nodes.num_specs if snapshot.nodes else 0)
+    edges = len(dag.edge_targets)
+    types = (dag.edge_offsets, dag.edge_targets, dag.edge_deptypes, dag.edge_virtuals, dag.recorded)
+    checks = {
+        "the types of its arrays": [a.dtype for a in types]
+        == [np.dtype(t) for t in ("int64", "int32", "uint8", "int32", "bool")],
+        "the tag's specs": dag.num_specs == snapshot.num_specs,
+        "the tag's specs and nodes": dag.num_nodes == num_nodes,
+        "the edges' offsets": len(dag.edge_offsets) == num_nodes + 1
+        and dag.edge_offsets[0] == 0
+        and dag.edge_offsets[-1] == edges
+        and not (np.diff(dag.edge_offsets) < 0).any(),
+        "the edges": len(dag.edge_deptypes) == len(dag.edge_virtuals) == edges
+        and len(dag.recorded) == num_nodes,
+        "the edges' targets": not edges
+        or 0 <= dag.edge_targets.min() <= dag.edge_targets.max() < num_nodes,
+        "the virtuals": not edges
+        or 0 <= dag.edge_virtuals.min() <= dag.edge_virtuals.max() < len(dag.virtual_sets),
+        "the dependents and closure": len(dag.dependents.offsets)
+        == len(dag.closure.offsets)
+        == num_nodes + 1,
+        "the names": len(dag.by_name.offsets) == len(dag.name_ids) + 1,
+    }
+    for what, holds in checks.items():
+        if not holds:
+            raise IndexLoadError(f"{folder} does not agree with {what}: the DAG is damaged")
+    return dag

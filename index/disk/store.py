@@ -1,22 +1,26 @@
-"""An opened index: its manifest, one `Snapshot` per tag, and the whoosh text index."""
+"""An opened index: its manifest, one `Snapshot` per tag, and the whoosh text index.
+
+A build is verified against its manifest (`index.disk.verify`) before it is loaded, and
+loading checks that its arrays fit together: a damaged build raises `IndexLoadError`
+naming the file and what is wrong, never anything else, so that a server refuses it in
+one line and keeps what it serves.
+"""
 
 from __future__ import annotations
 
-import json
+import logging
+import time
 from pathlib import Path
-from typing import Any
 
-from cachegql.index.disk.layout import FORMAT_VERSION, MANIFEST
 from cachegql.index.disk.snapshot import Snapshot
+from cachegql.index.disk.verify import Change, IndexLoadError, VerifiedBuild, verify_build
 from cachegql.index.errors import CriteriaError
 
 __all__ = ["IndexLoadError", "IndexStore", "UnknownTagError"]
 
 PREFERRED_DEFAULT_TAG = "develop"
 
-
-class IndexLoadError(Exception):
-    """The folder does not hold a usable index."""
+logger = logging.getLogger("cachegql.index")
 
 
 class UnknownTagError(CriteriaError):
@@ -30,28 +34,30 @@ class IndexStore:
         self.path = path
         try:
             self.folder = path.resolve(strict=True)
-            manifest: dict[str, Any] = json.loads((self.folder / MANIFEST).read_text())
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             raise IndexLoadError(
-                f"{path} is not an index built by 'cachegql index': {exc}"
+                f"{path} is not an index built by 'cachegql index': {exc.strerror or exc}"
             ) from exc
-        if manifest.get("format") != FORMAT_VERSION:
-            raise IndexLoadError(
-                f"{path} was built in index format {manifest.get('format')}, this version reads "
-                f"format {FORMAT_VERSION}; rebuild it with 'cachegql index'"
-            )
-        self.manifest = manifest
-        self.build_id: str = manifest["build_id"]
-        self.snapshots = {
-            t["name"]: Snapshot(t["name"], self.folder / t["folder"]) for t in manifest["tags"]
-        }
+        started = time.perf_counter()
+        self.verified = verify_build(path, self.folder)
+        verified = time.perf_counter()
+        self.manifest = self.verified.manifest.data
+        self.build_id = self.verified.manifest.build_id
+        self.snapshots = _load(self.verified)
         self.tags = sorted(self.snapshots)
         if default_tag is not None and default_tag not in self.snapshots:
+            self.close()
             raise IndexLoadError(
                 f"default tag {default_tag!r} is not in the index; {self._known()}"
             )
         self.default_tag = default_tag or (
             PREFERRED_DEFAULT_TAG if PREFERRED_DEFAULT_TAG in self.snapshots else self.tags[0]
+        )
+        logger.debug(
+            "index build %s: verified in %.2f s, loaded in %.2f s",
+            self.build_id,
+            verified - started,
+            time.perf_counter() - verified,
         )
 
     def _known(self) -> str:
@@ -65,6 +71,46 @@ class IndexStore:
             raise UnknownTagError(f"unknown tag {name!r}; {self._known()}")
         return snapshot
 
+    def changed_files(self) -> list[Change]:
+        """Files of this build changed on disk since it was verified: a `stat` each. What
+        was copied into memory is unaffected; a file read while serving (`files_on_disk`)
+        and written in place then fails its reads with `IndexChangedError`."""
+        return self.verified.changed()
+
+    def files_on_disk(self) -> set[Path]:
+        """The files read while serving, rather than copied into memory at load."""
+        return {path for s in self.snapshots.values() for path in s.files_on_disk()}
+
     def close(self) -> None:
         for snapshot in self.snapshots.values():
             snapshot.close()
+
+
+def _load(verified: VerifiedBuild) -> dict[str, Snapshot]:
+    """One snapshot per tag of a verified build. A build can be intact (its files are
+    what the writer wrote) and still unreadable, from a writer's bug or a manifest written
+    to match damaged files: whatever loading raises then is refused as `IndexLoadError`."""
+    snapshots: dict[str, Snapshot] = {}
+    tag = verified.manifest.tags[0]
+    try:
+        for tag in verified.manifest.tags:
+            snapshots[tag.name] = Snapshot(tag.name, verified.folder / tag.folder)
+    except IndexLoadError:
+        _close(snapshots)
+        raise
+    except Exception as exc:  # a damaged build must be refused, whatever it breaks
+        _close(snapshots)
+        raise IndexLoadError(
+            f"{verified.folder / tag.folder} (tag {tag.name!r}) cannot be loaded: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    changed = verified.changed()  # while it was being loaded
+    if changed:
+        _close(snapshots)
+        raise IndexLoadError(f"{changed[0]} while the index was loaded")
+    return snapshots
+
+
+def _close(snapshots: dict[str, Snapshot]) -> None:
+    for snapshot in snapshots.values():
+        snapshot.close()

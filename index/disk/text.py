@@ -6,6 +6,11 @@ and one typo allowed (in words of five letters or more), and the matching packag
 atoms come back with whoosh's BM25F scores; turning those into specs is the job of
 `index.query.search`.
 
+The whoosh files are copied into memory when the index is opened (a few MB at 1M specs):
+whoosh memory-maps its segments, and a mapped file truncated while served kills the
+process (SIGBUS). The vocabulary is read then too, so that a damaged segment is refused
+before the build is served rather than failing its first search.
+
 Prefixes and typos are expanded against the tag's vocabulary here, in memory (a
 sorted word list, and a map from each word with one letter deleted to the words it
 came from), and whoosh then scores plain terms: that is much cheaper than whoosh's
@@ -21,10 +26,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from whoosh import index as whoosh_index
+from whoosh.filedb.filestore import RamStorage
 from whoosh.query import And, Or, Query, Term
 
 from cachegql.index.disk.layout import PACKAGE, WORD
+from cachegql.index.disk.verify import IndexLoadError
 
 __all__ = ["MIN_FUZZY_LENGTH", "TextIndex", "WordMatches", "within_one_edit"]
 
@@ -67,10 +73,19 @@ class TextIndex:
     """Read side of one tag's whoosh index; safe to share between threads."""
 
     def __init__(self, folder: Path) -> None:
-        self._index = whoosh_index.open_dir(str(folder))
         self._local = threading.local()
         self._searchers: list[Any] = []
         self._lock = threading.Lock()
+        storage = RamStorage()
+        try:
+            for path in folder.iterdir():
+                storage.files[path.name] = path.read_bytes()
+            self._index = storage.open_index()
+            self._vocabulary  # noqa: B018 (read now: a damaged segment fails here)
+        except Exception as exc:  # whoosh fails in many ways on damaged files
+            raise IndexLoadError(
+                f"{folder} is not a readable text index: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def _searcher(self) -> Any:
         # whoosh searchers hold file positions, so each thread gets its own.

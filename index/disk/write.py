@@ -1,4 +1,8 @@
-"""Write ingested tables as an index build: numpy columns per tag, whoosh text, a manifest."""
+"""Write ingested tables as an index build: numpy columns per tag, whoosh text, a manifest.
+
+The manifest is written last and lists every other file with its size and checksum, so
+that a reader can tell a complete, intact build from a damaged one before serving it.
+"""
 
 from __future__ import annotations
 
@@ -17,12 +21,14 @@ from cachegql.index.disk.columns import Codes, Column, Offsets, Postings, Rows, 
 from cachegql.index.disk.dagwrite import write_dag
 from cachegql.index.disk.layout import (
     ATOM,
+    CHECKSUM,
     DICTIONARIES,
     FORMAT_VERSION,
     MANIFEST,
     NODES_FOLDER,
     PACKAGE,
     TEXT_FOLDER,
+    file_checksum,
     text_schema,
 )
 from cachegql.index.fields import BUCKET_FIELDS, SPEC_FIELDS
@@ -65,8 +71,22 @@ def write_index(ingested: Ingested, folder: Path, build_id: str, sources: list[s
         "caches": ingested.caches,
         "specs": ingested.specs,
         "problems": [str(p) for p in ingested.problems],
+        "checksum": CHECKSUM,
+        "files": file_table(folder),
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+def file_table(folder: Path) -> dict[str, dict[str, Any]]:
+    """Every file under `folder` (by its path relative to it, with `/`): size and checksum."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p != folder / MANIFEST)
+    return {
+        path.relative_to(folder).as_posix(): {
+            "size": path.stat().st_size,
+            CHECKSUM: file_checksum(path),
+        }
+        for path in files
+    }
 
 
 @dataclass(frozen=True)

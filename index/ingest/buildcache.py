@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from cachegql.index.ingest.files import read_regular, reason
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.spackdb import (
     SUPPORTED_DB_VERSIONS,
@@ -119,7 +120,7 @@ def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
     database = _manifest_database(index.join(MANIFEST), root, opener)
     data = CacheData(str(root), database, {label: binaries(database)})
     if not root.is_url:  # views and spec manifests are found by listing folders
-        for view in sorted(p.name for p in index.path.iterdir() if (p / MANIFEST).is_file()):
+        for view in sorted(p.name for p in _listing(index) if (p / MANIFEST).is_file()):
             try:
                 blob = _manifest_blob(index.join(view, MANIFEST), root, opener)
                 data.stacks[view] = binary_hashes(blob, str(index.join(view)))
@@ -185,7 +186,7 @@ def _tarball_sizes(specs: Location) -> tuple[dict[str, int], list[Problem]]:
 
 def _tarball_size(path: Path) -> int | None:
     try:
-        document = orjson.loads(strip_clearsign(path.read_bytes()))
+        document = orjson.loads(strip_clearsign(read_regular(path)))
         size = next(
             r["contentLength"]
             for r in document["data"]
@@ -221,9 +222,25 @@ def _has_spec_files(folder: Location) -> bool:
 
 
 def _spec_files(folder: Location) -> Iterator[Location]:
-    for path in sorted(folder.path.iterdir()):
-        if path.is_file() and path.name.endswith(SPEC_FILE_SUFFIXES):
+    for path in sorted(_listing(folder)):
+        if path.name.endswith(SPEC_FILE_SUFFIXES) and _is_file(path):
             yield Location(str(path))
+
+
+def _is_file(path: Path) -> bool:
+    """A regular file (links followed); not one if it cannot even be looked at."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _listing(folder: Location) -> list[Path]:
+    """The entries of a local folder; ReadError (a problem, not a crash) if unreadable."""
+    try:
+        return list(folder.path.iterdir())
+    except OSError as exc:
+        raise ReadError(f"{folder}: cannot read folder ({reason(exc)})") from None
 
 
 def read_spec_files(folder: Location) -> Database:
@@ -231,8 +248,10 @@ def read_spec_files(folder: Location) -> Database:
     database = Database(source=str(folder), version=None)
     for location in _spec_files(folder):
         try:
-            database.merge(read_spec_file(location.path.read_bytes(), str(location)))
-        except (OSError, SourceFormatError) as exc:
+            database.merge(read_spec_file(read_regular(location.path), str(location)))
+        except OSError as exc:
+            database.problems.append(Problem(str(location), f"spec file skipped: {reason(exc)}"))
+        except SourceFormatError as exc:
             database.problems.append(Problem(str(location), f"spec file skipped: {exc}"))
     return database
 

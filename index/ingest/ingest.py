@@ -9,6 +9,7 @@ Every problem names its source and says what is wrong; the rest still loads. Wit
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +27,16 @@ from cachegql.index.ingest.buildcache import (
     read_listing,
     read_mirror,
 )
+from cachegql.index.ingest.files import read_head, read_regular, reason
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
-from cachegql.index.ingest.pages import NotAPageError, Page, PageError, parse_page, read_page
+from cachegql.index.ingest.pages import (
+    NotAPageError,
+    Page,
+    PageError,
+    UnreadFileError,
+    parse_page,
+    read_page,
+)
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
 from cachegql.index.ingest.spackdb import (
     Database,
@@ -55,6 +64,7 @@ __all__ = [
 DEFAULT_STACK = "root"
 _SPEC_FILE = (".spec.json", ".spec.json.sig", ".spec.yaml")
 _UNKNOWN_COMPILER = Compiler(name="", version=None, raw="")
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class StrictModeError(Exception):
@@ -182,16 +192,30 @@ def plan_sources(
         location = Location.of(source)
         if location.is_url:
             _plan_url(location, plan, opener, tag, stack)
-        elif location.path.is_dir():
-            if _is_mirror_folder(location.path):
-                plan.caches.append(_lone(location, "mirror", tag, stack))
-            else:
-                plan.candidates.extend(iter_candidates([location.path]))
-        elif location.path.is_file():
-            _plan_file(location, plan, tag, stack)
         else:
-            raise SourceError(f"{location}: no such file or folder")
+            _plan_path(location, plan, tag, stack)
     return plan
+
+
+def _plan_path(location: Location, plan: Plan, tag: str | None, stack: str) -> None:
+    """A local source: a mirror folder, a file recognised by its start, or a folder of
+    pages; anything else (missing: SourceError; a pipe, a device, unreadable: a problem)
+    as `iter_candidates` tells it."""
+    path = location.path
+    mode = _mode(path)
+    if mode is not None and stat.S_ISDIR(mode) and _is_mirror_folder(path):
+        plan.caches.append(_lone(location, "mirror", tag, stack))
+    elif mode is not None and stat.S_ISREG(mode):
+        _plan_file(location, plan, tag, stack)
+    else:
+        plan.candidates.extend(iter_candidates([path], plan.problems))
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return path.stat().st_mode
+    except OSError:
+        return None
 
 
 def _lone(
@@ -212,13 +236,19 @@ def _lone(
 
 
 def _is_mirror_folder(folder: Path) -> bool:
-    """A mirror root of layout v3 or v2, or a v2 `build_cache` folder itself."""
-    return (
-        (folder / "v3" / "manifests" / "index").is_dir()
-        or (folder / "build_cache").is_dir()
-        or (folder / "index.json").is_file()
-        or any(p.name.endswith(_SPEC_FILE) for p in folder.iterdir() if p.is_file())
-    )
+    """A mirror root of layout v3 or v2, or a v2 `build_cache` folder itself.
+
+    A folder that cannot be listed is not one: walked for pages, it is reported there.
+    """
+    try:
+        return (
+            (folder / "v3" / "manifests" / "index").is_dir()
+            or (folder / "build_cache").is_dir()
+            or (folder / "index.json").is_file()
+            or any(p.name.endswith(_SPEC_FILE) for p in folder.iterdir() if p.is_file())
+        )
+    except OSError:
+        return False
 
 
 def _plan_file(location: Location, plan: Plan, tag: str | None, stack: str) -> None:
@@ -227,16 +257,15 @@ def _plan_file(location: Location, plan: Plan, tag: str | None, stack: str) -> N
         plan.caches.append(_lone(location, "spec-file", tag, stack))
         return
     try:
-        with path.open("rb") as stream:
-            head = stream.read(64).lstrip()
+        head = read_head(path, 64).lstrip()
+        if head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
+            plan.caches.append(_lone(location, "spec-file", tag, stack))
+        elif head.startswith((b"{", b"[")):  # JSON: what it is takes reading it whole
+            _plan_json(location, read_regular(path), plan, tag, stack)
+        else:
+            plan.candidates.append(Candidate(path, expected=True))
     except OSError as exc:
-        raise SourceError(f"{location}: cannot read ({exc.strerror or exc})") from None
-    if head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
-        plan.caches.append(_lone(location, "spec-file", tag, stack))
-    elif head.startswith((b"{", b"[")):
-        _plan_json(location, _read_local(location), plan, tag, stack)
-    else:
-        plan.candidates.append(Candidate(path, expected=True))
+        plan.problems.append(Problem(str(location), f"cannot read ({reason(exc)}); skipped"))
 
 
 def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, stack: str) -> None:
@@ -248,7 +277,7 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
     except ReadError as exc:
         plan.problems.append(Problem(str(location), str(exc)))
         return
-    head = data[:64].lstrip()
+    head = data[:64].removeprefix(_UTF8_BOM).lstrip()
     if head.startswith((b"{", b"[")):
         _plan_json(location, data, plan, tag, stack)
     elif head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
@@ -289,13 +318,6 @@ def _plan_json(location: Location, data: bytes, plan: Plan, tag: str | None, sta
 
 def _entry(entry: ListingEntry) -> CacheRequest:
     return CacheRequest(entry.tag, entry.label, entry.location, "cache")
-
-
-def _read_local(location: Location) -> bytes:
-    try:
-        return location.path.read_bytes()
-    except OSError as exc:
-        raise SourceError(f"{location}: cannot read ({exc.strerror or exc})") from None
 
 
 def ingest(
@@ -369,10 +391,18 @@ def _read_cache(
         if request.kind == "mirror":
             return read_mirror(location, opener, request.label)
         return read_cache(location, opener, request.label)
-    except (ReadError, SourceFormatError) as exc:
+    except (ReadError, SourceFormatError, OSError) as exc:
         where = f" (stack {request.label} of tag {request.tag})" if request.kind == "cache" else ""
-        report(Problem(str(location), f"skipped{where}: {_without(str(location), str(exc))}"))
+        report(Problem(str(location), f"skipped{where}: {_without(str(location), _why(exc))}"))
         return None
+
+
+def _why(error: Exception) -> str:
+    """What went wrong; an OSError is a local file or folder of the cache that could not
+    be looked at (permissions), named with the system's reason."""
+    if isinstance(error, OSError) and error.filename:
+        return f"cannot read {error.filename} ({reason(error)})"
+    return str(error)
 
 
 def _without(location: str, message: str) -> str:
@@ -407,6 +437,8 @@ def _read(candidate: Candidate, result: Ingested, report: Callable[[Problem], No
         return read_page(candidate.path)
     except UnicodeDecodeError as exc:
         report(Problem(path, f"not UTF-8 (invalid byte at offset {exc.start})"))
+    except UnreadFileError as exc:
+        report(Problem(path, str(exc)))
     except NotAPageError as exc:
         if candidate.expected:
             report(Problem(path, f"not a cache page: {exc}"))
@@ -423,8 +455,7 @@ def _read(candidate: Candidate, result: Ingested, report: Callable[[Problem], No
 def _looks_like_page(path: Path) -> bool:
     """A file found in a folder is only a broken page if it starts like one."""
     try:
-        with path.open("rb") as stream:
-            head = stream.read(4096)
+        head = read_head(path, 4096).removeprefix(_UTF8_BOM)
     except OSError:
         return False
     return head.startswith(b"---") and b"layout: cache" in head

@@ -2,7 +2,8 @@
 
 The index knows nothing of HTTP: `cachegql index` passes a `Reader` (the server's HTTP
 client, with its timeouts, retries and cache) for the http(s) URLs among the sources.
-Local files are read here. Either way, a failure is a `ReadError` that names the
+Local files are read here, regular files only (a named pipe or a device is refused
+rather than read forever). Either way, a failure is a `ReadError` that names the
 location and says what went wrong.
 """
 
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote, urljoin, urlparse
+
+from cachegql.index.ingest.files import NotRegularFileError, read_regular, reason
 
 __all__ = ["Location", "NotFoundError", "Opener", "ReadError", "Reader"]
 
@@ -88,11 +91,13 @@ class Opener:
         if location.is_url:
             return self._reader(location).read(location.text)
         try:
-            return location.path.read_bytes()
+            return read_regular(location.path)
         except FileNotFoundError:
             raise NotFoundError(f"{location}: no such file") from None
+        except NotRegularFileError as exc:
+            raise ReadError(f"{location}: {exc.strerror}; not read") from None
         except OSError as exc:
-            raise ReadError(f"{location}: cannot read ({exc.strerror or exc})") from None
+            raise ReadError(f"{location}: cannot read ({reason(exc)})") from None
 
     def read_verified(self, location: Location, sha256: str) -> bytes:
         """The bytes at `location`; ReadError unless their sha256 is `sha256`."""

@@ -4,24 +4,49 @@ Pages are recognised by content, not by name: front matter between `---` lines w
 `layout: cache`. The front matter is flat `key: value` lines (plus indented list
 items on legacy pages), so it is read line by line rather than with a YAML parser,
 which would be slow on the single-line JSON of a page with thousands of specs.
+
+Whether a file is a page is decided from its first `HEAD_BYTES`: only a file that may
+still be one is read whole, and only up to `MAX_PAGE_BYTES`, so a large file that is not
+a page (a tarball, a database dump) costs a few kilobytes, never its size in memory.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from cachegql.index.fields import SPEC_FIELDS, SpecField
+from cachegql.index.ingest.files import NotRegularFileError, open_regular, reason
 from cachegql.index.records import Problem, SpecRecord
 from cachegql.index.spack.compilers import parse_compiler
 from cachegql.index.spack.hashes import is_hash
 from cachegql.index.spack.variants import parse_variant
 
-__all__ = ["NotAPageError", "Page", "PageError", "parse_page", "read_page"]
+__all__ = [
+    "HEAD_BYTES",
+    "MAX_PAGE_BYTES",
+    "NotAPageError",
+    "Page",
+    "PageError",
+    "UnreadFileError",
+    "parse_page",
+    "read_page",
+]
+
+# Enough to hold a page's first lines (`title`, `layout` and `categories` come first on
+# every real page), which decide whether a file is a page.
+HEAD_BYTES = 64 * 1024
+# No page can be this large: real pages are tens of kilobytes (35 KB for openblas in
+# develop), the largest page of the benchmark's 200,000 specs is 3.3 MB (6,442 specs).
+# A page holds one package's specs in one tag: 64 MiB would be ~130,000 of them.
+MAX_PAGE_BYTES = 64 * 1024 * 1024
+_CHUNK_BYTES = 1 << 20
+_BOM = "\ufeff"  # a UTF-8 byte order mark, as some editors start a file with
 
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(?:\s(.*)|)$")
 # A page's spec objects carry every text attribute of a record under its own name,
@@ -39,6 +64,13 @@ class PageError(Exception):
     """The file is a cache page, but unusable; the message says why."""
 
 
+class UnreadFileError(PageError):
+    """The file was not read: unreadable, not a regular file, or too large to be a page.
+
+    Whether it is a page cannot be known, so it is always worth telling.
+    """
+
+
 @dataclass
 class Page:
     """A parsed page: its package, tag, valid specs, and what was wrong with the rest."""
@@ -51,11 +83,18 @@ class Page:
 
 
 def read_page(path: Path) -> Page:
-    """Read and parse the page at `path`; raise NotAPageError or PageError."""
+    """Read and parse the page at `path`; raise NotAPageError or PageError.
+
+    Only a regular file is opened, and only a file whose start may be a page is read
+    whole: UnreadFileError for anything else that prevents reading it.
+    """
     try:
-        data = path.read_bytes()
+        with open_regular(path) as stream:
+            data = _read_candidate(stream)
+    except NotRegularFileError as exc:
+        raise UnreadFileError(f"{exc.strerror}; skipped without reading it") from exc
     except OSError as exc:
-        raise PageError(f"cannot read file: {exc.strerror or exc}") from exc
+        raise UnreadFileError(f"cannot read file: {reason(exc)}") from exc
     if not data.strip():
         raise PageError("empty file")
     try:
@@ -65,52 +104,143 @@ def read_page(path: Path) -> Page:
     return parse_page(text, str(path))
 
 
+def _read_candidate(stream: BinaryIO) -> bytes:
+    """The file's bytes, if its first `HEAD_BYTES` may start a page of at most
+    `MAX_PAGE_BYTES`; else NotAPageError, PageError or UnreadFileError."""
+    head = stream.read(HEAD_BYTES)
+    if len(head) < HEAD_BYTES:
+        return head  # the whole file
+    _sniff(head)
+    size = os.fstat(stream.fileno()).st_size
+    if size <= MAX_PAGE_BYTES:
+        rest = _read_at_most(stream, MAX_PAGE_BYTES + 1 - len(head))
+        size = len(head) + len(rest)  # the file may have grown since
+        if size <= MAX_PAGE_BYTES:
+            return head + rest
+    raise UnreadFileError(
+        f"starts like a cache page but is {size / 2**20:,.0f} MiB, more than any page "
+        f"can be ({MAX_PAGE_BYTES // 2**20} MiB); skipped without reading it"
+    )
+
+
+def _read_at_most(stream: BinaryIO, limit: int) -> bytes:
+    """The rest of the stream up to `limit` bytes, read in chunks: a large `read(n)`
+    would allocate `n` bytes whatever the file holds."""
+    chunks = []
+    while limit > 0 and (chunk := stream.read(min(limit, _CHUNK_BYTES))):
+        chunks.append(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
+
+
+def _sniff(head: bytes) -> None:
+    """Raise unless a file starting with `head` (and longer) may be a page.
+
+    Its complete lines are read as `parse_page` reads them: no '---' first, a line
+    that is not front matter, or front matter closed without `layout: cache` decide
+    that it is not one. Front matter still open at the end of `head` may be a page.
+    """
+    lines = head.decode("utf-8", "replace").removeprefix(_BOM).split("\n")[:-1]
+    _check_start(lines)
+    front = _front_matter(lines)
+    if front.closed and front.values.get("layout", "").strip() != "cache":
+        raise NotAPageError(_other_layout(front.values.get("layout")))
+
+
 def parse_page(text: str, path: str) -> Page:
-    """Parse page text; `path` only names the page in problems."""
-    front = _front_matter(text)
-    if front.get("layout", "").strip() != "cache":
-        raise NotAPageError(f"front matter has layout {front.get('layout')!r}, not 'cache'")
-    package = _title(_require(front, "title"))
-    tag = _tag(_require(front, "categories"))
-    if "spec_details" not in front:
-        if "spec_names" in front or "spec_files" in front:
+    """Parse page text; `path` only names the page in problems.
+
+    A UTF-8 byte order mark before the first '---' is ignored, as Jekyll ignores it.
+    """
+    lines = text.removeprefix(_BOM).split("\n")
+    _check_start(lines)
+    front = _front_matter(lines)
+    if not front.closed:
+        raise PageError("front matter is not closed by a '---' line")
+    values = front.values
+    if values.get("layout", "").strip() != "cache":
+        raise NotAPageError(_other_layout(values.get("layout")))
+    package = _title(_require(values, "title"))
+    tag = _tag(_require(values, "categories"))
+    if "spec_details" not in values:
+        if "spec_names" in values or "spec_files" in values:
             raise PageError(
                 "unsupported legacy format (spec_names without spec_details, as written "
                 "before 2023); the page was skipped"
             )
         raise PageError("missing key 'spec_details'")
-    details = _json(front["spec_details"], "spec_details")
+    details = _json(values["spec_details"], "spec_details")
     if not isinstance(details, list):
         raise PageError(f"'spec_details' must be a JSON list, not {_kind(details)}")
     page = Page(path=path, package=package, tag=tag, specs=[])
+    page.problems.extend(_repeated_keys(front, path))
     for position, item in enumerate(details):
         try:
             page.specs.append(_spec(item, package, tag))
         except ValueError as exc:
             page.problems.append(Problem(path, f"spec #{position + 1} skipped: {exc}"))
-    if "meta" in front:
-        page.problems.extend(_meta_disagreements(front["meta"], details, page))
+    if "meta" in values:
+        page.problems.extend(_meta_disagreements(values["meta"], details, page))
     return page
 
 
-def _front_matter(text: str) -> dict[str, str]:
-    lines = text.split("\n")
-    if lines[0].rstrip("\r") != "---":
+@dataclass
+class _FrontMatter:
+    """The `key: value` lines of a front matter (the last of a repeated key), the line
+    numbers of each key, and whether its closing '---' was seen."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, list[int]] = field(default_factory=dict)
+    closed: bool = False
+
+
+def _check_start(lines: list[str]) -> None:
+    if not lines or lines[0].rstrip("\r") != "---":
         raise NotAPageError("no front matter (a page starts with a '---' line)")
-    front: dict[str, str] = {}
+
+
+def _front_matter(lines: list[str]) -> _FrontMatter:
+    """Read front matter lines after the first '---', up to the closing '---' or the
+    end of `lines`; a repeated key keeps its last value, as YAML (and Jekyll) do."""
+    front = _FrontMatter()
     key = None
     for number, raw_line in enumerate(lines[1:], start=2):
         line = raw_line.rstrip("\r")
         if line == "---":
-            return front
+            front.closed = True
+            break
         if match := _KEY_LINE.match(line):
             key = match.group(1)
-            front[key] = match.group(2) or ""
+            front.values[key] = match.group(2) or ""
+            front.lines.setdefault(key, []).append(number)
         elif key is not None and (line.startswith((" ", "-", "\t")) or not line):
-            front[key] += "\n" + line
+            front.values[key] += "\n" + line
         else:
             raise PageError(f"line {number}: expected 'key: value' in the front matter")
-    raise PageError("front matter is not closed by a '---' line")
+    return front
+
+
+def _enumerate(numbers: list[int]) -> str:
+    """`4, 9 and 12`."""
+    *first, last = map(str, numbers)
+    return f"{', '.join(first)} and {last}"
+
+
+def _other_layout(layout: str | None) -> str:
+    return f"front matter has layout {layout!r}, not 'cache'"
+
+
+def _repeated_keys(front: _FrontMatter, path: str) -> list[Problem]:
+    """A key given twice is a mistake (a bad merge, two pages pasted together): say so."""
+    return [
+        Problem(
+            path,
+            f"key {key!r} appears {len(numbers)} times in the front matter (lines "
+            f"{_enumerate(numbers)}); only the last is used, as Jekyll reads the page",
+        )
+        for key, numbers in front.lines.items()
+        if len(numbers) > 1
+    ]
 
 
 def _require(front: dict[str, str], key: str) -> str:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from cachegql.index.budget import check
 from cachegql.index.disk.columns import Codes, Rows
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.errors import CriteriaError
@@ -17,7 +18,7 @@ from cachegql.index.query.criteria import PackageCriteria, SpecCriteria
 from cachegql.index.query.filtering import package_node, query_node, spec_node
 from cachegql.index.query.plan import Node, Nothing, RangeLeaf, RowsLeaf, conjunction
 from cachegql.index.query.search import Ranked, search_packages, search_specs
-from cachegql.index.spack.hashes import normalize_prefix
+from cachegql.index.spack.hashes import normalize_prefix, prefix_range
 from cachegql.index.spack.specsyntax import parse_spec_query
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
 
 MAX_CANDIDATES = 10
 Bucket = tuple[str, int]
+# Distinct stack sets counted between two checks of the time budget.
+_SETS_PER_CHECK = 1024
 
 
 class AmbiguousHashError(CriteriaError):
@@ -72,7 +75,7 @@ class Scope:
 
     def spec_node(self, snapshot: Snapshot) -> Node:
         if self.kind == "dependents":
-            lo, hi = snapshot.hash_prefix_rows(self.name)
+            lo, hi = prefix_range(snapshot.hash_sorted, self.name)
             if snapshot.dag is None or hi - lo != 1:
                 return Nothing()
             return RowsLeaf(snapshot.dag.dependents(int(snapshot.hash_rows[lo])))
@@ -102,7 +105,7 @@ def find_spec(snapshot: Snapshot, text: str) -> int | None:
     """The row of the one spec whose hash starts with `text` (a full hash or a prefix,
     `/` allowed); None if none; AmbiguousHashError if several."""
     prefix = normalize_prefix(text)
-    lo, hi = snapshot.hash_prefix_rows(prefix)
+    lo, hi = prefix_range(snapshot.hash_sorted, prefix)
     if hi - lo > 1:
         rows = snapshot.hash_rows[lo : min(hi, lo + MAX_CANDIDATES)]
         raise AmbiguousHashError(prefix, [snapshot.hash_of(int(r)) for r in rows], hi - lo)
@@ -179,6 +182,7 @@ class Facets:
         return rest
 
     def _counts(self, codes: Codes, size: int, everything: npt.NDArray[np.int64]) -> Any:
+        check()
         if self._complement is None:
             return np.bincount(codes[self.rows], minlength=size)
         return everything - np.bincount(codes[self._complement], minlength=size)
@@ -191,7 +195,9 @@ class Facets:
             column = snapshot.sets["stacks"]
             set_counts = self._counts(column.codes, column.num_sets, snapshot.stack_set_sizes)
             counts = np.zeros(len(column.values), dtype=np.int64)
-            for code in np.flatnonzero(set_counts).tolist():
+            for i, code in enumerate(np.flatnonzero(set_counts).tolist()):
+                if not i % _SETS_PER_CHECK:
+                    check()
                 counts[column.members(code)] += set_counts[code]
             dictionary = snapshot.dictionaries["stacks"]
         else:

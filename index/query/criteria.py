@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cachegql.index.errors import CriteriaError
+from cachegql.index.errors import CriteriaError, shorten
 from cachegql.index.spack.variants import Variant, parse_variant
 
 __all__ = ["PackageCriteria", "SpecCriteria", "StringMatch", "parse_variant_constraint"]
+
+# Longer than any variant a page holds: parsed without the parser's memo, which would
+# otherwise keep every long value a client sends alive (it holds 65,536 of them).
+MEMO_LIMIT = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +38,19 @@ class StringMatch:
         return all(v is None for v in (self.eq, self.in_, self.prefix, self.contains, self.ne))
 
 
-def parse_variant_constraint(text: str) -> Variant:
-    """`+mpi`, `~shared`, `cuda_arch=80` or `cuda_arch=70,80` (all listed values required)."""
+def parse_variant_constraint(text: str, what: str = "") -> Variant:
+    """`+mpi`, `~shared`, `cuda_arch=80` or `cuda_arch=70,80` (all listed values required).
+
+    A malformed one is a CriteriaError, prefixed by `what` (e.g. "search term"); the
+    message quotes the text shortened.
+    """
+    parse = parse_variant if len(text) <= MEMO_LIMIT else parse_variant.__wrapped__
     try:
-        return parse_variant(text)
+        return parse(text)
     except ValueError as exc:
-        raise CriteriaError(str(exc)) from None
+        # The parser quotes the whole text: quote it shortened instead.
+        message = str(exc).replace(repr(text), shorten(text))
+        raise CriteriaError(f"{what} {shorten(text)}: {message}" if what else message) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,28 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
-from cachegql.index.disk.columns import IdArray, Mask, Rows
+from cachegql.index.budget import check
+from cachegql.index.disk.columns import Column, IdArray, Mask, Rows
 from cachegql.index.disk.snapshot import Dictionary, Snapshot
 from cachegql.index.errors import CriteriaError
 from cachegql.index.query.criteria import PackageCriteria, SpecCriteria, StringMatch
 from cachegql.index.query.plan import (
     Everything,
+    ExceptLeaf,
     HashLeaf,
     Node,
-    Not,
     Nothing,
-    Or,
     RowsLeaf,
     SetLeaf,
     ValuesLeaf,
     conjunction,
     contains,
+    disjunction,
+    negation,
     within,
 )
+from cachegql.index.spack.hashes import prefix_range
 from cachegql.index.spack.specsyntax import SpecQuery, UnsupportedSpecError
 
 __all__ = [
@@ -41,19 +45,40 @@ __all__ = [
 def select(dictionary: Dictionary, match: StringMatch) -> IdArray:
     """Ids of the values that satisfy every operator of `match`, ascending.
 
-    An empty value means the source does not say: no operator matches it.
+    An empty value means the source does not say: no operator matches it. The operator
+    that chose the candidates is not tested again on them (an `in` of many values would
+    otherwise be tested against each of its own values).
     """
     values = dictionary.values
+    rest = match
     if match.eq is not None:
         candidates = [dictionary.ids[match.eq]] if match.eq in dictionary.ids else []
+        rest = replace(match, eq=None)
     elif match.in_ is not None:
         candidates = sorted({dictionary.ids[v] for v in match.in_ if v in dictionary.ids})
+        rest = replace(match, in_=None)
     elif match.prefix is not None:
         candidates = dictionary.with_prefix(match.prefix)
+        rest = replace(match, prefix=None)
     else:
         candidates = list(range(len(values)))
-    selected = [i for i in candidates if values[i] and match.matches(values[i])]
+    selected = [i for i in candidates if values[i] and rest.matches(values[i])]
     return np.array(selected, dtype=np.intp)
+
+
+def _match_node(dictionary: Dictionary, column: Column, match: StringMatch) -> Node:
+    """The rows of a single-valued `column` whose value satisfies `match`.
+
+    A lone `ne` is every row but those with that value or none (the source does not
+    say): kept as that complement, it costs the two values it leaves out, not the
+    dictionary.
+    """
+    if match.ne is not None and match == StringMatch(ne=match.ne):
+        known = dictionary.ids
+        left_out = sorted({known[v] for v in (match.ne, "") if v in known})
+        return ExceptLeaf(column, np.array(left_out, dtype=np.intp)) if left_out else Everything()
+    ids = select(dictionary, match)
+    return ValuesLeaf(column, ids) if len(ids) else Nothing()
 
 
 def spec_node(
@@ -66,14 +91,14 @@ def spec_node(
     """
     if criteria is None:
         return Everything()
+    check()  # once per node of the filter: an `or` may have thousands
     tag = tag or snapshot
     parts: list[Node] = []
     if criteria.hash_prefix is not None:
-        lo, hi = snapshot.hash_prefix_rows(criteria.hash_prefix)
+        lo, hi = prefix_range(snapshot.hash_sorted, criteria.hash_prefix)
         parts.append(HashLeaf(snapshot.hash_rows, snapshot.hash_rank, lo, hi))
     for field, match in criteria.fields:
-        ids = select(snapshot.dictionaries[field], match)
-        parts.append(ValuesLeaf(snapshot.columns[field], ids) if len(ids) else Nothing())
+        parts.append(_match_node(snapshot.dictionaries[field], snapshot.columns[field], match))
     if criteria.stack is not None:
         ids = select(snapshot.dictionaries["stacks"], criteria.stack)
         parts.append(SetLeaf(snapshot.sets["stacks"], ids) if len(ids) else Nothing())
@@ -88,9 +113,9 @@ def spec_node(
         )
     parts.extend(spec_node(snapshot, sub, tag) for sub in criteria.all_of)
     if criteria.any_of is not None:
-        parts.append(_disjunction([spec_node(snapshot, sub, tag) for sub in criteria.any_of]))
+        parts.append(disjunction([spec_node(snapshot, sub, tag) for sub in criteria.any_of]))
     if criteria.not_ is not None:
-        parts.append(Not(spec_node(snapshot, criteria.not_, tag)))
+        parts.append(negation(spec_node(snapshot, criteria.not_, tag)))
     return conjunction(parts)
 
 
@@ -196,10 +221,11 @@ def package_node(snapshot: Snapshot, criteria: PackageCriteria | None) -> Node:
     """A plan node over package ids of `snapshot` that satisfy `criteria`."""
     if criteria is None:
         return Everything()
+    check()  # once per node of the filter: an `or` may have thousands
     parts: list[Node] = []
     if criteria.name is not None:
-        ids = select(snapshot.dictionaries["package"], criteria.name)
-        parts.append(ValuesLeaf(snapshot.package_names, ids) if len(ids) else Nothing())
+        dictionary = snapshot.dictionaries["package"]
+        parts.append(_match_node(dictionary, snapshot.package_names, criteria.name))
     if criteria.stack is not None:
         ids = select(snapshot.dictionaries["stacks"], criteria.stack)
         parts.append(SetLeaf(snapshot.package_stacks, ids) if len(ids) else Nothing())
@@ -207,19 +233,10 @@ def package_node(snapshot: Snapshot, criteria: PackageCriteria | None) -> Node:
         parts.append(HasSpec(snapshot, spec_node(snapshot, criteria.has_spec)))
     parts.extend(package_node(snapshot, sub) for sub in criteria.all_of)
     if criteria.any_of is not None:
-        parts.append(_disjunction([package_node(snapshot, sub) for sub in criteria.any_of]))
+        parts.append(disjunction([package_node(snapshot, sub) for sub in criteria.any_of]))
     if criteria.not_ is not None:
-        parts.append(Not(package_node(snapshot, criteria.not_)))
+        parts.append(negation(package_node(snapshot, criteria.not_)))
     return conjunction(parts)
-
-
-def _disjunction(children: list[Node]) -> Node:
-    children = [c for c in children if not isinstance(c, Nothing)]
-    if not children:
-        return Nothing()
-    if any(isinstance(c, Everything) for c in children):
-        return Everything()
-    return children[0] if len(children) == 1 else Or(children)
 
 
 class HasSpec:

@@ -4,6 +4,11 @@ Each word of the search text must match (AND). A word matches a spec when it mat
 the spec's package name (whoosh, one typo allowed in words of 5+ letters), one of its
 variants, or the start of its hash. A spec's score is the sum over words of its best
 way of matching; results come best first.
+
+What a search may cost is bounded by its words, not by what a client sends: at most
+`MAX_TERMS` words; a word longer than a hash is never a hash prefix; a word longer than
+`MAX_WORD_LENGTH` is not looked up in the text index (no name or variant has such a
+word, and its typo expansion would cost the square of its length).
 """
 
 from __future__ import annotations
@@ -15,22 +20,42 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from cachegql.index.budget import check
 from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import WORD
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.disk.text import WordMatches
-from cachegql.index.errors import CriteriaError
+from cachegql.index.errors import CriteriaError, shorten
+from cachegql.index.query.criteria import parse_variant_constraint
 from cachegql.index.query.filtering import ranges
-from cachegql.index.spack.hashes import HASH_ALPHABET, normalize_prefix
-from cachegql.index.spack.variants import parse_variant
+from cachegql.index.spack.hashes import (
+    HASH_ALPHABET,
+    HASH_LENGTH,
+    normalize_prefix,
+    prefix_range,
+)
 
-__all__ = ["Ranked", "parse_terms", "search_packages", "search_specs"]
+__all__ = [
+    "MAX_TERMS",
+    "MAX_WORD_LENGTH",
+    "Ranked",
+    "parse_terms",
+    "search_packages",
+    "search_specs",
+]
 
 Scores = npt.NDArray[np.float64]
 NAME_WEIGHT = 2.0
 VARIANT_WEIGHT = 1.0
 HASH_SCORE = 50.0
 MIN_HASH_WORD = 5
+# Words of one search: each costs a text-index query; people type a few.
+MAX_TERMS = 32
+# Spack's longest package names have about 50 characters (r-illuminahumanmethylation...,
+# whose longest word has 36), so a longer search word matches no name or variant, exactly,
+# by prefix or with one typo: it is not looked up. Up to this length, its typo expansion
+# (quadratic in the length) costs ~128 lookups of short keys.
+MAX_WORD_LENGTH = 128
 _VARIANT_TERM = re.compile(r"^([+~\-][A-Za-z0-9_]|[A-Za-z0-9_][\w.\-]*(:=|==|=))")
 
 
@@ -51,21 +76,21 @@ class Ranked:
 
 
 def parse_terms(text: str) -> list[Term]:
-    """Split search text into terms; raise CriteriaError for an unusable one."""
+    """Split search text into terms; raise CriteriaError for an unusable one, or for more
+    than `MAX_TERMS` words."""
+    if len(text.split(maxsplit=MAX_TERMS)) > MAX_TERMS:  # never splits more than that
+        raise CriteriaError(f"a search has at most {MAX_TERMS} words; {shorten(text)} has more")
     terms = []
     for token in text.split():
         if token.startswith("/"):
             terms.append(Term(normalize_prefix(token), "hash"))
         elif _VARIANT_TERM.match(token):
-            try:
-                parse_variant(token)
-            except ValueError as exc:
-                raise CriteriaError(f"search term {token!r}: {exc}") from None
+            parse_variant_constraint(token, "search term")
             terms.append(Term(token, "variant"))
         elif WORD.search(token):
             terms.append(Term(token, "word"))
     if not terms:
-        raise CriteriaError(f"search text {text!r} has no words to search for")
+        raise CriteriaError(f"search text {shorten(text)} has no words to search for")
     return terms
 
 
@@ -82,12 +107,21 @@ def search_packages(snapshot: Snapshot, text: str) -> Ranked:
 def _every_term(snapshot: Snapshot, text: str, match: Callable[[Snapshot, Term], Ranked]) -> Ranked:
     """What matches all terms (AND), each term's score added."""
     terms = parse_terms(text)
+    check()
     result = match(snapshot, terms[0])
     for term in terms[1:]:
         if not len(result.ids):
             break
+        check()
         result = _both(result, match(snapshot, term))
     return result
+
+
+def _text_matches(snapshot: Snapshot, term: Term) -> WordMatches:
+    """What a word matches in the text index; nothing for a word longer than any there."""
+    if len(term.text) > MAX_WORD_LENGTH:
+        return WordMatches()
+    return snapshot.text.match_word(term.text)
 
 
 def _term_specs(snapshot: Snapshot, term: Term) -> Ranked:
@@ -95,8 +129,7 @@ def _term_specs(snapshot: Snapshot, term: Term) -> Ranked:
     if term.kind == "variant":
         return _variant_specs(snapshot, term.text)
     if term.kind == "word":
-        words = snapshot.text.match_word(term.text)
-        parts.extend(_word_specs(snapshot, words))
+        parts.extend(_word_specs(snapshot, _text_matches(snapshot, term)))
     hash_rows = _hash_rows(snapshot, term)
     if len(hash_rows):
         parts.append(Ranked(hash_rows, np.full(len(hash_rows), HASH_SCORE)))
@@ -108,12 +141,13 @@ def _term_packages(snapshot: Snapshot, term: Term) -> Ranked:
         return _to_packages(snapshot, _variant_specs(snapshot, term.text))
     parts: list[Ranked] = []
     if term.kind == "word":
-        words = snapshot.text.match_word(term.text)
+        words = _text_matches(snapshot, term)
         if words.packages:
             parts.append(_scored(words.packages, NAME_WEIGHT))
         if words.atoms:
             column = snapshot.package_atoms
             for atom, score in words.atoms.items():
+                check()
                 ids = column.postings(atom)
                 parts.append(Ranked(ids, np.full(len(ids), score * VARIANT_WEIGHT)))
     hash_rows = _hash_rows(snapshot, term)
@@ -132,6 +166,7 @@ def _word_specs(snapshot: Snapshot, words: WordMatches) -> list[Ranked]:
         parts.append(Ranked(ranges(starts, ends), np.repeat(scores, ends - starts)))
     atoms = snapshot.sets["atoms"]
     for atom, score in words.atoms.items():
+        check()
         rows = atoms.postings(atom)
         parts.append(Ranked(rows, np.full(len(rows), score * VARIANT_WEIGHT)))
     return parts
@@ -140,7 +175,7 @@ def _word_specs(snapshot: Snapshot, words: WordMatches) -> list[Ranked]:
 def _variant_specs(snapshot: Snapshot, text: str) -> Ranked:
     atom_ids = snapshot.dictionaries["atoms"].ids
     rows: Rows | None = None
-    for atom in parse_variant(text).atoms:
+    for atom in parse_variant_constraint(text).atoms:
         atom_id = atom_ids.get(atom)
         found = snapshot.sets["atoms"].postings(atom_id) if atom_id is not None else _EMPTY
         rows = found if rows is None else np.intersect1d(rows, found, assume_unique=True)
@@ -149,10 +184,13 @@ def _variant_specs(snapshot: Snapshot, text: str) -> Ranked:
 
 
 def _hash_rows(snapshot: Snapshot, term: Term) -> Rows:
+    """The rows of an explicit `/hash` term, or of a word that could start a hash."""
+    if term.kind == "word" and not MIN_HASH_WORD <= len(term.text) <= HASH_LENGTH:
+        return _EMPTY  # too short to mean a hash, or longer than any
     word = term.text.lower()
-    if term.kind == "word" and not (len(word) >= MIN_HASH_WORD and HASH_ALPHABET.issuperset(word)):
+    if term.kind == "word" and not HASH_ALPHABET.issuperset(word):
         return _EMPTY
-    lo, hi = snapshot.hash_prefix_rows(word)
+    lo, hi = prefix_range(snapshot.hash_sorted, word)
     return np.sort(snapshot.hash_rows[lo:hi])
 
 

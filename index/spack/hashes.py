@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from cachegql.index.errors import CriteriaError
+import numpy as np
+import numpy.typing as npt
 
-__all__ = ["HASH_ALPHABET", "HASH_LENGTH", "SHORT_HASH_LENGTH", "is_hash", "normalize_prefix"]
+from cachegql.index.errors import CriteriaError, shorten
+
+__all__ = [
+    "HASH_ALPHABET",
+    "HASH_LENGTH",
+    "SHORT_HASH_LENGTH",
+    "is_hash",
+    "normalize_prefix",
+    "prefix_range",
+]
 
 HASH_ALPHABET = frozenset("abcdefghijklmnopqrstuvwxyz234567")
 HASH_LENGTH = 32
 # What `spack find -l` and `spack buildcache list -l` show.
 SHORT_HASH_LENGTH = 7
+# Sorts after every base32 character: prefix + this bounds all extensions of prefix.
+_AFTER_ALL = b"~"
 
 
 def is_hash(text: str) -> bool:
@@ -23,11 +35,32 @@ def normalize_prefix(text: str) -> str:
     if not prefix:
         raise CriteriaError("a hash prefix needs at least one character")
     if len(prefix) > HASH_LENGTH:
-        raise CriteriaError(f"a hash has {HASH_LENGTH} characters; {text!r} is longer")
+        raise CriteriaError(f"a hash has {HASH_LENGTH} characters; {shorten(text)} is longer")
     for position, char in enumerate(prefix, start=1):
         if char not in HASH_ALPHABET:
             raise CriteriaError(
-                f"{char!r} (position {position} of {text!r}) is not a hash character: "
+                f"{char!r} (position {position} of {shorten(text)}) is not a hash character: "
                 "hashes use lowercase base32, the letters a-z and the digits 2-7"
             )
     return prefix
+
+
+def prefix_range(sorted_hashes: npt.NDArray[np.bytes_], prefix: str) -> tuple[int, int]:
+    """The [lo, hi) positions in `sorted_hashes` (ascending) of the hashes starting with
+    `prefix`.
+
+    The search keys are made in the array's own dtype: given a key wider than the array,
+    numpy first copies every hash at the key's width (n x width bytes: gigabytes for a
+    long word). A prefix longer than the array's hashes starts none of them.
+    """
+    width = sorted_hashes.dtype.itemsize
+    low = prefix.encode()
+    if len(low) > width:
+        return 0, 0
+    if len(low) == width:  # a whole hash: only itself extends it, and low + '~' would not fit
+        keys = np.array([low, low], dtype=sorted_hashes.dtype)
+        lo = int(np.searchsorted(sorted_hashes, keys[0], side="left"))
+        return lo, int(np.searchsorted(sorted_hashes, keys[1], side="right"))
+    keys = np.array([low, low + _AFTER_ALL], dtype=sorted_hashes.dtype)
+    lo, hi = np.searchsorted(sorted_hashes, keys, side="left").tolist()
+    return int(lo), int(hi)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cachegql.index.errors import CriteriaError
+from cachegql.index.errors import CriteriaError, shorten
 from cachegql.index.spack.hashes import normalize_prefix
 from cachegql.index.spack.variants import Variant, parse_variant
 from cachegql.index.spack.versions import VersionRange, parse_constraint
@@ -230,7 +230,9 @@ class _Parser:
             ranges = parse_constraint(text)
         except ValueError as exc:
             raise self.fail(
-                f"bad version constraint @{text} ({exc})", "a valid version constraint", start
+                f"bad version constraint @{shorten(text)} ({exc})",
+                "a valid version constraint",
+                start,
             ) from None
         return VersionConstraint(text, tuple(ranges))
 
@@ -267,7 +269,7 @@ class _Parser:
         if operator is None:
             if "name" in self.parts:
                 raise self.fail(
-                    f"a second package name {name!r}",
+                    f"a second package name {shorten(name)}",
                     "one spec per query (a name starts a new spec)",
                     start,
                 )
@@ -288,7 +290,7 @@ class _Parser:
             return value
         match = _VALUE.match(self.text, self.position)
         if not match:
-            raise self.fail(f"no value for {key!r}", f"a value after '{key}='")
+            raise self.fail(f"no value for {shorten(key)}", f"a value after {shorten(key + '=')}")
         self.position = match.end()
         return match.group()
 
@@ -300,7 +302,7 @@ class _Parser:
         elif key == "target":
             if ":" in value or "," in value:
                 raise UnsupportedSpecError(
-                    f"target ranges and lists ({value!r}) need archspec's microarchitecture "
+                    f"target ranges and lists ({shorten(value)}) need archspec's microarchitecture "
                     "order, which the index does not have; name one target\n"
                     + _pointer(self.text, start)
                 )
@@ -325,7 +327,9 @@ class _Parser:
                 self.variants.append(parse_variant(text))
             except ValueError as exc:
                 raise self.fail(
-                    f"bad variant {key}{operator}{value}", f"a variant value ({exc})", start
+                    f"bad variant {shorten(key + operator + value)}",
+                    f"a variant value ({exc})",
+                    start,
                 ) from None
 
 

@@ -1,0 +1,53 @@
+"""A time budget for work in the index: the caller sets a deadline, long loops check it.
+
+The index cannot be interrupted from outside (it runs in a worker thread), so a query
+over its budget stops itself: every loop whose length follows the corpus rather than
+the answer calls `check()` once per chunk of work. Costs a context-variable read and a
+clock read; without a deadline set, nothing is ever stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+
+__all__ = ["OverBudgetError", "check", "deadline", "remaining"]
+
+_deadline: ContextVar[tuple[float, float] | None] = ContextVar("cachegql_deadline", default=None)
+
+
+class OverBudgetError(Exception):
+    """The work ran past the time budget it was given."""
+
+    def __init__(self, budget: float) -> None:
+        super().__init__(f"the query took longer than its time budget of {budget:g} s")
+        self.budget = budget
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Work in this block (and in this context only) must end within `seconds`;
+    None: no bound."""
+    if seconds is None:
+        yield
+        return
+    token = _deadline.set((time.monotonic() + seconds, seconds))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def check() -> None:
+    """Raise `OverBudgetError` if the current deadline has passed."""
+    current = _deadline.get()
+    if current is not None and time.monotonic() > current[0]:
+        raise OverBudgetError(current[1])
+
+
+def remaining() -> float | None:
+    """Seconds left before the current deadline (negative once passed); None: no bound."""
+    current = _deadline.get()
+    return None if current is None else current[0] - time.monotonic()

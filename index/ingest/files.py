@@ -1,0 +1,92 @@
+"""Opening local files without hanging or running out of memory.
+
+A source folder may hold anything: a named pipe blocks `open()` until some writer comes
+(forever), a link to /dev/zero reads without end, a huge file costs its size in memory.
+So every local read goes through `open_regular`: it refuses anything but a regular
+file before opening it, opens without blocking and checks again on the opened file
+(the path may have changed in between). What is refused is named in words a user
+understands ("a named pipe (FIFO)"), for the problem line.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = [
+    "NotRegularFileError",
+    "describe_mode",
+    "open_regular",
+    "read_head",
+    "read_regular",
+    "reason",
+]
+
+# Not regular files, by what `stat` says they are; anything else is "a special file".
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+# Opened for reading only, never blocking (a FIFO), never becoming our terminal (a tty).
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+class NotRegularFileError(OSError):
+    """The path is not a regular file (a pipe, device, socket or folder); not read.
+
+    An OSError, so that every handler of unreadable files handles it too; `strerror`
+    says what the path is instead.
+    """
+
+    def __init__(self, path: Path, mode: int) -> None:
+        self.what = describe_mode(mode)
+        super().__init__(errno.EINVAL, f"{self.what}, not a regular file", str(path))
+
+
+def describe_mode(mode: int) -> str:
+    """What a non-regular file is, from its `st_mode`: "a named pipe (FIFO)", ..."""
+    return next((what for test, what in _KINDS if test(mode)), "a special file")
+
+
+def reason(error: OSError) -> str:
+    """Why a read failed, in words: the system's message when there is one."""
+    return error.strerror or str(error)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open a regular file for reading; NotRegularFileError for anything else.
+
+    Checked before opening (opening a device can have effects of its own) and after,
+    on the open file, so a path swapped for a pipe in between is still refused.
+    """
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(path, mode)
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(path, mode)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path) -> bytes:
+    """The whole content of a regular file (index files: legitimately large)."""
+    with open_regular(path) as stream:
+        return stream.read()
+
+
+def read_head(path: Path, size: int) -> bytes:
+    """At most `size` bytes from the start of a regular file."""
+    with open_regular(path) as stream:
+        return stream.read(size)

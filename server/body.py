@@ -1,0 +1,98 @@
+"""Bounds on what a request to /graphql may send: its body, in size and in time, and its
+query string.
+
+The body is read here, whole, before anything else sees it: at most `max_bytes` (a
+`Content-Length` above it is refused before reading), within `timeout` seconds (a body
+trickled slowly would otherwise hold a connection and its buffers for ever). Inner apps
+(the response cache, the endpoint) then get it as one message. A refusal is a JSON
+GraphQL error with a code: 413 for a body too large, 414 for a query string too long,
+408 for a body too slow.
+"""
+
+from __future__ import annotations
+
+import anyio
+import orjson
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "BodyLimit"]
+
+DEFAULT_MAX_BYTES = 1024 * 1024
+DEFAULT_TIMEOUT = 10.0
+CODE = "BAD_USER_INPUT"
+
+
+class _RefusedError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class BodyLimit:
+    """ASGI middleware for one route: reads and bounds the body, then calls `app`."""
+
+    def __init__(
+        self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BYTES, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            if len(scope["query_string"]) > self.max_bytes:
+                raise _RefusedError(414, f"the query string is over {self.max_bytes:,} bytes")
+            body = await self._read(scope, receive)
+        except _RefusedError as refused:
+            await _refuse(send, refused)
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: wait for the disconnect
+
+        await self.app(scope, replay, send)
+
+    async def _read(self, scope: Scope, receive: Receive) -> bytes:
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise _RefusedError(413, self._too_large())
+        chunks: list[bytes] = []
+        size = 0
+        with anyio.move_on_after(self.timeout) as scope_of_reading:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    break  # the client left: the app will see it in time
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_bytes:
+                    raise _RefusedError(413, self._too_large())
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        if scope_of_reading.cancelled_caught:
+            raise _RefusedError(408, f"the request body did not arrive within {self.timeout:g} s")
+        return b"".join(chunks)
+
+    def _too_large(self) -> str:
+        return f"the request body is over {self.max_bytes:,} bytes, this server's limit"
+
+
+async def _refuse(send: Send, refused: _RefusedError) -> None:
+    body = orjson.dumps({"errors": [{"message": refused.message, "extensions": {"code": CODE}}]})
+    headers = [
+        (b"content-type", b"application/json; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": refused.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
