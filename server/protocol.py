@@ -40,6 +40,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.max_head_bytes = max_head_bytes
         self.head_deadline: asyncio.TimerHandle | None = None
         self.head_bytes: int | None = 0  # None once the head is complete
+        self.head_tail = b""  # the last bytes of the head read so far
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -51,7 +52,13 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if self.head_bytes is not None:
-            self.head_bytes += len(data)
+            # One read can hold the end of the head and the start of the body: only the
+            # bytes up to the blank line (perhaps begun in the previous read) are head.
+            seen = self.head_tail + data
+            end = seen.find(b"\r\n\r\n")
+            head = len(data) if end < 0 else end + 4 - len(self.head_tail)
+            self.head_bytes += head
+            self.head_tail = seen[-3:]
             if self.head_bytes > self.max_head_bytes:
                 self._disarm()
                 message = f"the request line and headers are over {self.max_head_bytes} bytes"
@@ -72,7 +79,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self.head_bytes = 0
         if self.head_deadline is None:
             self._arm()
 
@@ -80,6 +86,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._disarm()
         self.head_bytes = None
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self.head_bytes, self.head_tail = 0, b""  # the next request's, on a kept-alive connection
 
     def _arm(self) -> None:
         self.head_deadline = self.loop.call_later(self.head_timeout, self._too_slow)

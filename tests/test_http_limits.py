@@ -133,6 +133,28 @@ def test_a_head_too_long_is_431_and_garbage_is_400(live: tuple[str, LiveServer, 
     assert garbage.startswith(b"HTTP/1.1 400") and b'"code"' in garbage
 
 
+def test_a_large_body_sent_with_its_head_in_one_write_is_not_taken_for_head(
+    pages_index: Path,
+) -> None:
+    """A 300 KB query in one write with its head: the bytes after the head are body,
+    not a head over 64 KB (this was answered 431)."""
+    app = create_app(Settings(index=pages_index, reload_interval=0))
+    query = "{ tags { name } }" + " " * 300_000
+    body = orjson.dumps({"query": query})
+    head = (
+        b"POST /graphql HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"connection: close\r\ncontent-length: %d\r\n\r\n" % len(body)
+    )
+    with LiveServer(app, http=protocol()) as url:
+        answer = _raw(url, head + body)
+        keep_alive = httpx.post(
+            f"{url}/graphql", content=body, headers={"content-type": "application/json"}
+        )
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert b'"tags"' in answer
+    assert keep_alive.status_code == 200
+
+
 def test_requests_beyond_the_cap_are_503(live: tuple[str, LiveServer, Any]) -> None:
     """Two requests in progress (held on the one worker thread), the third is refused."""
     url, server, app = live
