@@ -307,7 +307,7 @@ class Server:
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 self.command,
-                cwd=WORK,
+                cwd=self.logs,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 preexec_fn=self._limit,
@@ -556,6 +556,14 @@ def broad_or(count: int) -> str:
     return f"{{ specs(filter: {{ or: [{entries}] }}) {{ totalCount }} }}"
 
 
+def broad_or_variables(count: int) -> Request:
+    """The same `or` as a variable: no token limit applies to variables, so its price (and,
+    below the price limit, the index's work) is what decides."""
+    entries = [{"version": {"ne": "x.y"}}] * count
+    query = "query Broad($f: SpecFilter) { specs(filter: $f) { totalCount } }"
+    return post(query, {"f": {"or": entries}})
+
+
 def base32_word(size: int, seed: int = 7) -> str:
     return "".join(random.Random(seed).choices(BASE32, k=size))
 
@@ -719,20 +727,24 @@ def concurrent(build: Callable[[Context], Request], copies: int) -> Callable[[Co
     return run
 
 
-def cursor_echo(ctx: Context) -> Outcome:
-    """A 1 MB `after:` cursor: is it echoed whole in the error?"""
-    value = cursor(MB)
-    request = post(f'{{ specs(first: 1, after: "{value}") {{ totalCount }} }}')
-    answer = exchange(ctx.port, request, ctx.timeout)
-    outcome = describe(answer, request)
-    body = answer.body or b""
-    echoed = value.encode() in body
-    outcome.extra["cursor_echoed_whole"] = echoed
-    outcome.notes.append(
-        "the whole cursor is echoed in the answer" if echoed else "cursor not echoed whole"
-    )
-    outcome.message = outcome.message[:120]
-    return outcome
+def cursor_echo(size: int) -> Callable[[Context], Outcome]:
+    """An `after:` cursor of `size` bytes: is it echoed whole in the error?"""
+
+    def run(ctx: Context) -> Outcome:
+        value = cursor(size)
+        request = post(f'{{ specs(first: 1, after: "{value}") {{ totalCount }} }}')
+        answer = exchange(ctx.port, request, ctx.timeout)
+        outcome = describe(answer, request)
+        body = answer.body or b""
+        echoed = value.encode() in body
+        outcome.extra["cursor_echoed_whole"] = echoed
+        outcome.notes.append(
+            "the whole cursor is echoed in the answer" if echoed else "cursor not echoed whole"
+        )
+        outcome.message = outcome.message[:120]
+        return outcome
+
+    return run
 
 
 def _closed(sock: socket.socket) -> tuple[bool, bytes]:
@@ -924,6 +936,36 @@ CASES: list[Case] = [
         _q(lambda ctx: broad_or(10000)),
     ),
     Case(
+        "or-ne-4000-vars",
+        "filters",
+        "the `or` of 4,000 `ne` as a variable (under the price limit: the index answers)",
+        single(lambda ctx: broad_or_variables(4_000)),
+    ),
+    Case(
+        "or-ne-30000-vars",
+        "filters",
+        "the `or` of 30,000 `ne` as a variable (over the price limit)",
+        single(lambda ctx: broad_or_variables(30_000)),
+    ),
+    Case(
+        "alias-stacks-100",
+        "aliases",
+        "100 aliases of stacks { every non-connection field of Stack } (under the token limit)",
+        _q(lambda ctx: aliases(100, stacks_selection())),
+    ),
+    Case(
+        "alias-facets-100",
+        "aliases",
+        "100 aliases of specs(first: 0) { facets { all 8 facets } } (under the token limit)",
+        _q(lambda ctx: aliases(100, f"specs(first: 0) {{ {all_facets()} }}")),
+    ),
+    Case(
+        "alias-spec-500",
+        "aliases",
+        '500 aliases of spec(hash: "<7 chars>") { name } (under the token limit)',
+        _q(lambda ctx: aliases(500, f'spec(hash: "{ctx.hash7}") {{ name }}')),
+    ),
+    Case(
         "search-10kb",
         "search",
         "specs(search:) with a 10 KB base32 word",
@@ -1023,7 +1065,13 @@ CASES: list[Case] = [
         "cursor-1mb",
         "http",
         'specs(first: 1, after: "<1 MB>") { totalCount }: is the cursor echoed?',
-        cursor_echo,
+        cursor_echo(MB),
+    ),
+    Case(
+        "cursor-500kb",
+        "http",
+        'specs(first: 1, after: "<500 KB>") { totalCount } (under the body limit): echoed?',
+        cursor_echo(500_000),
     ),
 ]
 
@@ -1326,6 +1374,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--json", type=Path, help="results file (default: bench/work/hostile-*)")
+    parser.add_argument(
+        "--logs", type=Path, help="folder of the server's logs (default: bench/work/hostile-logs-*)"
+    )
     parser.add_argument("--markdown", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
     if args.quick:
@@ -1354,7 +1405,7 @@ def main(argv: list[str]) -> int:
     args.venv = args.venv.resolve()
     args.index = args.index.resolve()
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    args.logs = WORK / f"hostile-logs-{stamp}"
+    args.logs = args.logs or WORK / f"hostile-logs-{stamp}"
     args.logs.mkdir(parents=True, exist_ok=True)
     info = machine()
     log(f"load average {info['loadavg_start']}; {len(cases)} cases")

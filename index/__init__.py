@@ -19,7 +19,7 @@ from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.publish import PublishError
 from cachegql.index.disk.snapshot import DependencyData, PackageData, Snapshot
 from cachegql.index.disk.store import IndexLoadError, IndexStore, UnknownTagError
-from cachegql.index.errors import CriteriaError
+from cachegql.index.errors import CriteriaError, shorten
 from cachegql.index.fields import BUCKET_FIELDS, FACETS, SPEC_FIELDS, SpecField
 from cachegql.index.ingest import (
     DEFAULT_STACK,
@@ -104,6 +104,7 @@ __all__ = [
     "format_spec",
     "normalize_prefix",
     "parse_variant_constraint",
+    "shorten",
     "size_bounds",
     "stack",
     "stacks",

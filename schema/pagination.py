@@ -6,6 +6,7 @@ import base64
 import hashlib
 from dataclasses import dataclass
 
+from cachegql.index import shorten
 from cachegql.schema.errors import UserInputError
 
 __all__ = ["DEFAULT_FIRST", "DEFAULT_MAX_FIRST", "Window", "fingerprint", "window"]
@@ -32,7 +33,7 @@ def decode_cursor(cursor: str, query: str) -> int:
         offset = int(offset_text)
     except (ValueError, UnicodeDecodeError):
         raise UserInputError(
-            f"malformed cursor {cursor!r}: pass a cursor exactly as the API returned it"
+            f"malformed cursor {shorten(cursor)}: pass a cursor exactly as the API returned it"
         ) from None
     if owner != query or offset < 0:
         raise UserInputError(

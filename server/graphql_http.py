@@ -25,6 +25,7 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from cachegql.index import shorten
 from cachegql.schema import Context, build_schema
 from cachegql.server import playground
 from cachegql.server.holder import IndexHolder
@@ -151,7 +152,7 @@ class GraphQLEndpoint:
             raise BadRequestError(405, "only queries can be sent with GET; use POST") from None
         except CannotGetOperationTypeError:
             if params.operation_name:
-                message = f"the document has no operation named {params.operation_name!r}"
+                message = f"the document has no operation named {shorten(params.operation_name)}"
             else:
                 message = "the document has several operations: name one with 'operationName'"
             raise BadRequestError(400, message) from None

@@ -143,7 +143,15 @@ def playground_tab(
     page.on("console", console)
     page.on("pageerror", lambda exc: tab.errors.append(f"uncaught: {exc}"))
     try:
-        page.goto(server + "/graphql", wait_until="load")
+        # GraphiQL reads the schema (introspection, a POST) once loaded: hints, docs and
+        # validation need it, and a slow machine could type before it arrives.
+        with page.expect_response(
+            lambda answer: (
+                answer.request.method == "POST" and "__schema" in (answer.request.post_data or "")
+            ),
+            timeout=LOAD_MS,
+        ):
+            page.goto(server + "/graphql", wait_until="load")
         # React replaced "Loading..." with GraphiQL's editors.
         expect(page.locator(EDITOR)).to_be_visible()
         expect(page.locator("#graphiql")).not_to_contain_text("Loading...")

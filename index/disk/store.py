@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.disk.verify import Change, IndexLoadError, VerifiedBuild, verify_build
-from cachegql.index.errors import CriteriaError
+from cachegql.index.errors import CriteriaError, shorten
 
 __all__ = ["IndexLoadError", "IndexStore", "UnknownTagError"]
 
@@ -68,7 +68,7 @@ class IndexStore:
         name = self.default_tag if tag is None else tag
         snapshot = self.snapshots.get(name)
         if snapshot is None:
-            raise UnknownTagError(f"unknown tag {name!r}; {self._known()}")
+            raise UnknownTagError(f"unknown tag {shorten(name)}; {self._known()}")
         return snapshot
 
     def changed_files(self) -> list[Change]:
