@@ -25,6 +25,15 @@ from tests import oracle
 
 # The installed console script, beside this interpreter: what users run.
 CLI = str(Path(sys.executable).with_name("cachegql"))
+
+
+def untraced_env() -> dict[str, str]:
+    """This environment, without what makes a subprocess measure its coverage (under
+    `CI=true`): for commands whose memory is measured (the tracer's would count) or that
+    run under a file size limit (the coverage data file is written at exit)."""
+    return {k: v for k, v in os.environ.items() if k != "COVERAGE_PROCESS_CONFIG"}
+
+
 FIXTURES = Path(__file__).parent / "fixtures"
 PAGES = FIXTURES / "pages"
 SHARED = Path(os.environ.get("CACHEGQL_SHARED", Path(__file__).resolve().parents[2] / "shared"))

@@ -37,7 +37,7 @@ from cachegql.index.ingest import pages as pages_module
 from cachegql.index.ingest.files import NotRegularFileError, open_regular
 from cachegql.index.ingest.pages import UnreadFileError
 from cachegql.index.records import Problem
-from tests.conftest import CLI
+from tests.conftest import CLI, untraced_env
 from tests.page_factory import fake_hash, page_text, spec, write_page
 
 SPECS = 3
@@ -88,7 +88,7 @@ def run_cli(
         process = subprocess.Popen(
             [sys.executable, "-c", _LIMITED, str(MEMORY_LIMIT), *command, *map(str, args)],
             cwd=cwd,
-            env=env,
+            env=untraced_env() if env is None else env,
             stdin=subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,

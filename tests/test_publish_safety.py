@@ -27,7 +27,7 @@ from cachegql.demo import DemoConfig, write_pages
 from cachegql.index import IndexStore, build_index
 from cachegql.index.disk.publish import PARTIAL, REPLACED, builds_folder
 from cachegql.server.app import Settings, create_app
-from tests.conftest import CLI, PAGES, LiveServer
+from tests.conftest import CLI, PAGES, LiveServer, untraced_env
 
 LOOSE = PAGES / "loose" / "zlib-develop.txt"
 SEARCH = """{ specs(search: "zlib", first: 3) { totalCount nodes { name shortHash stacks }
@@ -419,7 +419,9 @@ def test_a_write_that_fails_midway_removes_the_build_and_keeps_the_index(
     def limit_file_size() -> None:  # the index's largest files are 19 KB
         resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
 
-    code, stdout, stderr = _run_index(PAGES, "--out", out, preexec_fn=limit_file_size)
+    code, stdout, stderr = _run_index(
+        PAGES, "--out", out, preexec_fn=limit_file_size, env=untraced_env()
+    )
     assert code == 1 and stdout == ""
     assert _one_line(stderr) == (
         f"error: writing the new build of {out} failed: File too large; nothing was published"
