@@ -88,7 +88,7 @@ def run_cli(
         process = subprocess.Popen(
             [sys.executable, "-c", _LIMITED, str(MEMORY_LIMIT), *command, *map(str, args)],
             cwd=cwd,
-            env=untraced_env() if env is None else env,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,
@@ -155,7 +155,7 @@ def test_links_to_dev_zero_and_dev_null_are_noted_not_read(tmp_path: Path) -> No
     _page(tmp_path / "src" / "good" / "specs.md")
     (tmp_path / "src" / "zero.md").symlink_to("/dev/zero")
     (tmp_path / "src" / "null.md").symlink_to("/dev/null")
-    run = run_cli("index", "src", "/dev/zero", "--out", "ix", cwd=tmp_path)
+    run = run_cli("index", "src", "/dev/zero", "--out", "ix", cwd=tmp_path, env=untraced_env())
     assert run.returncode == 0, run.stderr
     assert run.problems == [
         "problem: src/null.md: a link to /dev/null, a character device, not a regular file; "
@@ -257,7 +257,7 @@ def test_large_files_are_judged_by_their_start_not_read_whole(tmp_path: Path) ->
         blob.truncate(512 * MIB)  # sparse: costs no disk
     huge = write_page(src / "huge.md", "---\ntitle: huge\nlayout: cache\n")
     os.truncate(huge, 80 * MIB)
-    run = run_cli("index", "src", "--out", "ix", "-v", cwd=tmp_path)
+    run = run_cli("index", "src", "--out", "ix", "-v", cwd=tmp_path, env=untraced_env())
     assert run.peak_rss_mb < PEAK_RSS_MB, f"peak memory {run.peak_rss_mb:.0f} MB"
     assert run.returncode == 0, run.stderr
     assert run.problems == [
