@@ -82,7 +82,7 @@ __all__ = [
 
 MAX_DEPTH = 12
 MAX_INTROSPECTION_DEPTH = 24
-MAX_TOKENS = 10_000
+MAX_TOKENS = 5_000
 """Tokens a document may have: the GraphiQL introspection query has about 1,500."""
 DEFAULT_MAX_COST = 1_000_000
 CONNECTION_COST = 100

@@ -110,13 +110,13 @@ def test_first_from_a_variable_is_its_value_or_the_cap(pages_index: Path) -> Non
     [
         fan_out(9),
         "{ "
-        + " ".join(f"a{i}: stacks {{ name compilers {{ value count }} }}" for i in range(500))
+        + " ".join(f"a{i}: stacks {{ name compilers {{ value count }} }}" for i in range(200))
         + " }",
         "{ "
         + " ".join(f"a{i}: specs(first: 0) {{ facets {{ {ALL_FACETS} }} }}" for i in range(100))
         + " }",
         "{ specs(filter: { or: ["
-        + ", ".join(f'{{ version: {{ ne: "1.{i}" }} }}' for i in range(1_000))
+        + ", ".join(f'{{ version: {{ ne: "1.{i}" }} }}' for i in range(400))
         + "] }) { totalCount } }",
     ],
     ids=["fragment-fan-out", "stacks-aliases", "facets-aliases", "or-flood"],
