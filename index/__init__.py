@@ -7,7 +7,7 @@ nowhere deeper. Inside, by concern:
 - `spack/`: Spack's vocabulary (versions, variants, compilers, hashes, spec syntax);
 - `ingest/`: finding and reading sources into `SpecRecord`s;
 - `disk/`: an index build on disk, written (`write`, `publish`) and read (`store`);
-- `query/`: criteria, the planner, full-text search, facets and stacks;
+- `query/`: criteria, the planner, full-text search, facets, stacks and tag diffs;
 - `fields.py`: the table of spec fields every part derives its lists from;
 - `budget.py`: the time budget long loops check (`deadline`, `check`);
 - `build.py`: `cachegql index` from sources to a published build.
@@ -15,6 +15,7 @@ nowhere deeper. Inside, by concern:
 
 from cachegql.index.budget import OverBudgetError, deadline
 from cachegql.index.build import BuildError, BuildReport, build_index
+from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.publish import PublishError
 from cachegql.index.disk.snapshot import DependencyData, PackageData, Snapshot
@@ -49,6 +50,7 @@ from cachegql.index.query.criteria import (
     StringMatch,
     parse_variant_constraint,
 )
+from cachegql.index.query.diff import PackageChange, TagDiff, tag_diff
 from cachegql.index.records import Problem, SpecRecord
 from cachegql.index.spack import (
     SHORT_HASH_LENGTH,
@@ -78,12 +80,14 @@ __all__ = [
     "IndexStore",
     "NotFoundError",
     "OverBudgetError",
+    "PackageChange",
     "PackageCriteria",
     "PackageData",
     "Problem",
     "PublishError",
     "ReadError",
     "Reader",
+    "Rows",
     "Scope",
     "SizeBounds",
     "Snapshot",
@@ -94,6 +98,7 @@ __all__ = [
     "StackSummary",
     "StrictModeError",
     "StringMatch",
+    "TagDiff",
     "UnknownTagError",
     "Variant",
     "build_index",
@@ -108,4 +113,5 @@ __all__ = [
     "size_bounds",
     "stack",
     "stacks",
+    "tag_diff",
 ]

@@ -8,13 +8,16 @@ costs to read, not what it expands to. The price, in units of about one answer v
 - a list field meets its selection once per item it can hold: `first` where it has one,
   else the longest such list in the index being served (`SizeBounds`: the most stacks,
   facet values, versions of a package, ... any tag has), as declared in `LIST_BOUNDS`;
-- a connection (`specs`, `packages`, `dependents`) costs a query over the index,
+- a connection (`specs`, `packages`, `dependents`, ...) costs a query over the index,
   `CONNECTION_COST`, plus the price of what it is asked to match: `CONDITION_COST` per
   condition of its filter (every field of every nested filter, every `and`/`or` entry),
   `IN_VALUE_COST` per value of an `in` list or `variants`, `CONDITION_COST` per word of
   `search` and per term of `query`; its `nodes` and `edges` meet their selection
   `first` times (capped at `max_first`; a variable without a value: the default, 20);
-- a lookup by key at the root (`spec`, `package`, `stack`) costs `LOOKUP_COST`.
+- a lookup by key at the root (`spec`, `package`, `stack`) costs `LOOKUP_COST`;
+- `tagDiff` is a connection that runs its filter over two tags: it costs two queries and
+  its filter twice (`QUERIES_PER_CONNECTION`); the `addedSpecs` and `removedSpecs` of each
+  of its packages are connections (slices of the diff, priced as any other).
 
 The total must stay within `max_cost` (configurable), and the depth within `MAX_DEPTH`:
 else the query is refused with QUERY_TOO_COMPLEX, naming its price and the limit.
@@ -90,8 +93,12 @@ LOOKUP_COST = 10
 CONDITION_COST = 50
 IN_VALUE_COST = 5
 INTROSPECTION_FIELDS = frozenset({"__schema", "__type"})
-CONNECTION_FIELDS = frozenset({"specs", "packages", "dependents"})
-CONNECTION_TYPES = frozenset({"SpecConnection", "PackageConnection"})
+CONNECTION_FIELDS = frozenset(
+    {"specs", "packages", "dependents", "tagDiff", "addedSpecs", "removedSpecs"}
+)
+CONNECTION_TYPES = frozenset({"SpecConnection", "PackageConnection", "TagDiffConnection"})
+QUERIES_PER_CONNECTION: Mapping[str, int] = {"TagDiffConnection": 2}
+"""Connections that query more than one tag: a tag diff filters both of its tags."""
 LOOKUPS = frozenset({("Query", "spec"), ("Query", "package"), ("Query", "stack")})
 """Lookups at the root; nested ones (`Spec.package`, `Dependency.spec`) are read in one
 batch per level of the answer, and cost what any field costs."""
@@ -125,6 +132,8 @@ LIST_BOUNDS: Mapping[tuple[str, str], _Bound] = {
     ("SpecConnection", "edges"): _page,
     ("PackageConnection", "nodes"): _page,
     ("PackageConnection", "edges"): _page,
+    ("TagDiffConnection", "nodes"): _page,
+    ("TagDiffConnection", "edges"): _page,
     **{("SpecFacets", facet): _facet(facet) for facet in FACETS},
     **{("Stack", f.facet): _facet(f.facet) for f in BUCKET_FIELDS if f.facet},
     **{
@@ -262,7 +271,8 @@ class _Walk:
         inner_page = page
         if returned.name in CONNECTION_TYPES:
             inner_page = self.first(node)
-            own += CONNECTION_COST + self.arguments_price(node)
+            queries = QUERIES_PER_CONNECTION.get(returned.name, 1)
+            own += queries * (CONNECTION_COST + self.arguments_price(node))
         elif (parent.name, name) in LOOKUPS:
             own += LOOKUP_COST
         sub_cost, sub_depth = self.selection_set(

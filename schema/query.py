@@ -11,6 +11,7 @@ from cachegql.index import Snapshot, find_spec
 from cachegql.index import stack as stack_summary
 from cachegql.index import stacks as stack_summaries
 from cachegql.schema.context import Context
+from cachegql.schema.diff import FromArg, TagDiffConnection, tag_diff_connection
 from cachegql.schema.inputs import PackageFilterArg, SpecFilterArg
 from cachegql.schema.pagination import DEFAULT_FIRST
 from cachegql.schema.types import (
@@ -121,3 +122,20 @@ class Query:
     def stack(self, info: Info[Context, None], name: str, tag: str | None = None) -> Stack | None:
         summary = stack_summary(info.context.store.snapshot(tag), name)
         return None if summary is None else stack_object(summary)
+
+    @strawberry.field(
+        description="Specs added and removed between two tags, per package, by hash, with "
+        "totals. A spec is its full hash; `filter` applies on each side in that side's tag "
+        "(a spec counts where it matches). Packages with no spec added or removed are left "
+        "out; packages are ordered by name."
+    )
+    def tag_diff(
+        self,
+        info: Info[Context, None],
+        from_: FromArg,
+        to: str,
+        filter: SpecFilterArg = None,
+        first: int | None = DEFAULT_FIRST,
+        after: str | None = None,
+    ) -> TagDiffConnection:
+        return tag_diff_connection(info.context, from_, to, filter, first, after)

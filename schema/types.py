@@ -12,6 +12,7 @@ from cachegql.index import (
     DependencyData,
     Facets,
     PackageData,
+    Rows,
     Scope,
     Snapshot,
     SpecRecord,
@@ -439,7 +440,7 @@ class PackageConnection:
     nodes: list[Package]
 
 
-def _page_info(page: Window) -> PageInfo:
+def page_info(page: Window) -> PageInfo:
     empty = page.stop <= page.start
     return PageInfo(
         has_next_page=page.has_next,
@@ -465,11 +466,18 @@ def spec_connection(
     criteria = spec_criteria(filter)
     rows = find_specs(snapshot, criteria, query=query, search=search, scope=scope)
     key = fingerprint(store.build_id, snapshot.tag, "specs", scope, criteria, query, search)
+    return spec_page(context, snapshot, rows, key, first, after)
+
+
+def spec_page(
+    context: Context, snapshot: Snapshot, rows: Rows, key: str, first: int | None, after: str | None
+) -> SpecConnection:
+    """The page asked for of a result of spec `rows`, for the query named `key`."""
     page = window(key, len(rows), first, after, context.max_first)
     nodes = spec_objects(snapshot, rows[page.start : page.stop].tolist())
     return SpecConnection(
         total_count=page.total,
-        page_info=_page_info(page),
+        page_info=page_info(page),
         edges=[SpecEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)],
         nodes=nodes,
         facets=SpecFacets(_facets=Facets(snapshot, rows)),
@@ -496,7 +504,7 @@ def package_connection(
     nodes = [package_object(context, snapshot.package(i)) for i in page_ids]
     return PackageConnection(
         total_count=page.total,
-        page_info=_page_info(page),
+        page_info=page_info(page),
         edges=[
             PackageEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)
         ],

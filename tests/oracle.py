@@ -71,3 +71,29 @@ def counts(values: Iterable[str]) -> list[dict[str, Any]]:
     for value in values:
         tally[value] = tally.get(value, 0) + 1
     return [{"value": v, "count": c} for v, c in sorted(tally.items(), key=lambda i: (-i[1], i[0]))]
+
+
+def tag_diff(
+    old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """{package: {added, removed: sorted hashes, unchanged: count}} between two tags'
+    {hash: spec}, for the packages with a hash added or removed, by name. A spec is its
+    hash; an added or kept one counts in its package in `new`, a removed one in `old`."""
+    packages: dict[str, dict[str, Any]] = {}
+
+    def entry(spec: dict[str, Any]) -> dict[str, Any]:
+        return packages.setdefault(spec["name"], {"added": [], "removed": [], "unchanged": 0})
+
+    for digest, spec in new.items():
+        if digest in old:
+            entry(spec)["unchanged"] += 1
+        else:
+            entry(spec)["added"].append(digest)
+    for digest, spec in old.items():
+        if digest not in new:
+            entry(spec)["removed"].append(digest)
+    return {
+        name: {**p, "added": sorted(p["added"]), "removed": sorted(p["removed"])}
+        for name, p in sorted(packages.items())
+        if p["added"] or p["removed"]
+    }

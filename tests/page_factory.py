@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +90,36 @@ def write_corpus(root: Path, packages: int, specs_per_package: int, tag: str = "
         text = page_text(details, title=f'"{name}"', categories=f"[package, {tag}]")
         write_page(root / "_cache" / tag / name / "specs.md", text)
     return packages * specs_per_package
+
+
+DERIVED_STACK = "moved"
+"""The stack `derive_tag` moves some kept specs to: they stay, but a stack filter sees them
+only in the derived tag."""
+
+
+def derive_tag(root: Path, source: str, target: str) -> None:
+    """Write root/_cache/<target>/ from the pages of <source>: a tag sharing most of its
+    specs, the way a new snapshot does. Per package, by a digest of its name: one in ten
+    is left out; two lose their specs whose hash ends in a-h; two gain three specs (copies
+    of the first with new hashes); one moves its specs whose hash starts with a-f to the
+    stack `DERIVED_STACK`; the rest are the same. One package is new."""
+    for page in sorted((root / "_cache" / source).glob("*/specs.md")):
+        fields = dict(re.findall(r"^(title|spec_details): (.*)$", page.read_text(), re.MULTILINE))
+        name = json.loads(fields["title"])
+        specs: list[dict[str, Any]] = json.loads(fields["spec_details"])
+        kind = int(hashlib.sha1(name.encode()).hexdigest(), 16) % 10
+        if kind == 0:
+            continue
+        if kind in (1, 2):
+            specs = [s for s in specs if s["hash"][-1] not in "abcdefgh"]
+        elif kind in (3, 4):
+            specs += [dict(specs[0], hash=fake_hash(f"{target}/{name}/{i}")) for i in range(3)]
+        elif kind == 5:
+            specs = [
+                dict(s, stacks=[DERIVED_STACK]) if s["hash"][0] in "abcdef" else s for s in specs
+            ]
+        text = page_text(specs, title=fields["title"], categories=f"[package, {target}]")
+        write_page(root / "_cache" / target / name / "specs.md", text)
+    new = [spec(f"{target}/new/{i}") for i in range(2)]
+    text = page_text(new, title='"zz-derived-new"', categories=f"[package, {target}]")
+    write_page(root / "_cache" / target / "zz-derived-new" / "specs.md", text)

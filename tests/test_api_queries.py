@@ -68,7 +68,7 @@ def tag_of(tag: str | None) -> str:
 
 
 def walk(
-    gql: GraphQLClient, query: str, path: tuple[str, ...], page_size: int, **variables: Any
+    gql: GraphQLClient, query: str, path: tuple[str | int, ...], page_size: int, **variables: Any
 ) -> tuple[int, list[dict[str, Any]]]:
     """(totalCount, every node) of a connection, checking the shape of every page on the way."""
     nodes: list[dict[str, Any]] = []
