@@ -966,6 +966,30 @@ CASES: list[Case] = [
         _q(lambda ctx: aliases(500, f'spec(hash: "{ctx.hash7}") {{ name }}')),
     ),
     Case(
+        "tagdiff-aliases-20",
+        "aliases",
+        "20 aliases of tagDiff(develop -> v0.23.0, first: 100) with 100 added specs each",
+        _q(
+            lambda ctx: aliases(
+                20,
+                'tagDiff(from: "develop", to: "v0.23.0", first: 100) { added removed '
+                "nodes { name addedSpecs(first: 100) { nodes { hash } } } }",
+            )
+        ),
+    ),
+    Case(
+        "tagdiff-filtered",
+        "filters",
+        "one tagDiff over whole tags with a filter of 2,000 `ne` entries (as a variable)",
+        single(
+            lambda ctx: post(
+                'query D($f: SpecFilter) { tagDiff(from: "develop", to: "v0.23.0", '
+                "filter: $f) { added removed totalCount } }",
+                {"f": {"or": [{"version": {"ne": "x.y"}}] * 2000}},
+            )
+        ),
+    ),
+    Case(
         "search-10kb",
         "search",
         "specs(search:) with a 10 KB base32 word",
