@@ -1,4 +1,5 @@
-"""The ASGI application: GraphQL at /graphql, the playground, health, readiness, metrics.
+"""The ASGI application: GraphQL at /graphql, the playground, the web front end at /, health,
+readiness, metrics.
 
 From the outside in: each request gets an id, and once answered is measured (`metrics`)
 and logged (`access_log`); it passes CORS and gzip (`compression`), then reaches its
@@ -19,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from cachegql.schema import export_sdl
@@ -28,6 +29,7 @@ from cachegql.server.access_log import AccessLog, configure_logger
 from cachegql.server.admission import Admission
 from cachegql.server.body import BodyLimit
 from cachegql.server.compression import Compression
+from cachegql.server.frontend import Frontend
 from cachegql.server.graphql_http import GraphQLEndpoint
 from cachegql.server.holder import IndexHolder
 from cachegql.server.metrics import Metrics
@@ -81,9 +83,6 @@ def create_app(settings: Settings) -> Starlette:
     async def schema(request: Request) -> Response:
         return PlainTextResponse(sdl, media_type="application/graphql")
 
-    async def home(request: Request) -> Response:
-        return RedirectResponse("/graphql")
-
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tasks:
@@ -120,12 +119,12 @@ def create_app(settings: Settings) -> Starlette:
     app = Starlette(
         routes=[
             Route("/graphql", bounded, methods=["GET", "POST"]),  # first: the most asked
-            Route("/", home),
             Route("/healthz", health),
             Route("/readyz", readiness),
             Route("/metrics", metrics.endpoint),
             Route("/graphql/schema.graphql", schema),
             *playground.routes(),
+            *Frontend().routes(),
         ],
         middleware=middleware,
         lifespan=lifespan,

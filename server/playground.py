@@ -2,28 +2,26 @@
 
 The page loads GraphiQL 3 (its UMD build, with the docs explorer and autocompletion), React 18
 and GraphiQL's explorer plugin from `static/graphiql/` beside this module (see its README.md:
-the versions, where they come from, how to update them), served at `/graphql/static/`. No
-request leaves the server's origin, so the playground works where no CDN can be reached.
-Each package's folder is named with its version, so its files are cached as immutable.
+the versions, where they come from, how to update them), served at `/graphql/static/graphiql/`
+by `assets.Assets`. No request leaves the server's origin, so the playground works where no CDN
+can be reached. Each package's folder is named with its version, so its files are cached as
+immutable.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
-from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount
-from starlette.staticfiles import StaticFiles
-from starlette.types import Scope
+
+from cachegql.server.assets import IMMUTABLE, STATIC_DIR, Assets
 
 __all__ = ["ASSETS", "GRAPHQL_PATH", "IMMUTABLE", "STATIC_DIR", "STATIC_PATH", "page", "routes"]
 
 GRAPHQL_PATH = "/graphql"
 STATIC_PATH = "/graphql/static"
-STATIC_DIR = Path(__file__).parent / "static"
 
 REACT_VERSION = "18.3.1"
 GRAPHIQL_VERSION = "3.9.0"
@@ -46,7 +44,6 @@ ASSETS = _STYLES + _SCRIPTS
 
 # A folder named NAME-X.Y.Z holds one version of one package: its files never change.
 _VERSIONED_FOLDER = re.compile(r"-\d+\.\d+\.\d+$")
-IMMUTABLE = "public, max-age=31536000, immutable"
 
 DEFAULT_QUERY = """\
 # cachegql: Spack build caches
@@ -133,24 +130,11 @@ def page() -> str:
     return _PAGE % {"styles": styles, "scripts": scripts, "boot": boot}
 
 
-class _Assets(StaticFiles):
-    """Static files; those in a versioned folder are cached for a year, as immutable."""
-
-    def file_response(
-        self,
-        full_path: str | os.PathLike[str],
-        stat_result: os.stat_result,
-        scope: Scope,
-        status_code: int = 200,
-    ) -> Response:
-        response = super().file_response(full_path, stat_result, scope, status_code)
-        if _VERSIONED_FOLDER.search(Path(full_path).parent.name):
-            response.headers["Cache-Control"] = IMMUTABLE
-        return response
+def _versioned(path: Path) -> bool:
+    return _VERSIONED_FOLDER.search(path.parent.name) is not None
 
 
 def routes() -> list[BaseRoute]:
-    """The routes of the playground's assets: STATIC_DIR at STATIC_PATH."""
-    # An editable install (setuptools' strict mode) is a tree of links to the sources.
-    assets = _Assets(directory=STATIC_DIR, follow_symlink=True)
-    return [Mount(STATIC_PATH, app=assets, name="playground-static")]
+    """The routes of the playground's assets: STATIC_DIR/graphiql at STATIC_PATH/graphiql."""
+    assets = Assets(STATIC_DIR / "graphiql", immutable=_versioned)
+    return [Mount(f"{STATIC_PATH}/graphiql", app=assets, name="playground-static")]

@@ -15,6 +15,7 @@ import httpx
 import orjson
 import pytest
 import uvicorn
+from playwright.sync_api import Browser, expect, sync_playwright
 from starlette.applications import Starlette
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
@@ -186,3 +187,17 @@ def corpus_build(
 def corpus_gql(corpus_build: BuildReport) -> Iterator[GraphQLClient]:
     with serving(corpus_build.out) as client:
         yield client
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium, headless, for one test module (tests/browser.py opens tabs in it;
+    module scope: Playwright's event loop does not outlive the module's tests)."""
+    from tests.browser import CHROMIUM_ARGS, LOAD_MS, WAIT_MS, chromium_or_skip
+
+    executable = chromium_or_skip()
+    expect.set_options(timeout=WAIT_MS)
+    with sync_playwright() as pw:
+        yield pw.chromium.launch(
+            executable_path=str(executable), args=CHROMIUM_ARGS, timeout=LOAD_MS
+        )

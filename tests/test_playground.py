@@ -1,47 +1,26 @@
 """GraphiQL at GET /graphql, served by cachegql itself, used in a real browser.
 
 The real app on a real uvicorn (127.0.0.1), opened in Debian's Chromium driven by
-Playwright. Every request to another origin is aborted and recorded, and each test asserts
-that the page attempted none: the playground must work where no CDN can be reached.
-Screenshots go to $CACHEGQL_SCREENSHOTS (default: the test's tmp_path).
+Playwright (tests/browser.py). Every request to another origin is aborted and recorded, and
+each test asserts that the page attempted none: the playground must work where no CDN can be
+reached. Screenshots go to $CACHEGQL_SCREENSHOTS (default: the test's tmp_path).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import (
-    Browser,
-    ConsoleMessage,
-    Page,
-    Route,
-    WebSocketRoute,
-    expect,
-    sync_playwright,
-)
+from playwright.sync_api import Browser, expect
 
 from cachegql.server import playground
 from cachegql.server.app import Settings, create_app
-from tests.conftest import LiveServer, skip_unless_ci
+from tests.browser import LOAD_MS, WAIT_MS, Tab, open_tab, screenshots_root
+from tests.conftest import LiveServer
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-WAIT_MS = 5_000  # any one element or answer
-LOAD_MS = 10_000  # the page and its 1.6 MB of scripts and styles
 EDITOR = ".graphiql-query-editor .CodeMirror"
 RESULT = ".graphiql-response .result-window"
 DOCS = ".graphiql-doc-explorer"
@@ -49,13 +28,6 @@ HINTS = "ul.CodeMirror-hints"
 # The query a user types, key by key. The editor closes brackets itself: a typed `}` steps
 # over the one it inserted, so the text ends up exactly as typed.
 QUERY = '{ tags { name isDefault } specs(query: "zlib") { totalCount } }'
-
-
-def chromium_or_skip() -> Path:
-    """Debian's Chromium, or skip (but fail under CI, which must install it: .ci/run)."""
-    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
-        return CHROMIUM
-    skip_unless_ci(f"browser tests: {CHROMIUM} not found (apt-get install chromium)")
 
 
 @pytest.fixture(scope="module")
@@ -66,25 +38,8 @@ def server(pages_index: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = chromium_or_skip()
-    expect.set_options(timeout=WAIT_MS)
-    with sync_playwright() as pw:
-        yield pw.chromium.launch(
-            executable_path=str(executable), args=CHROMIUM_ARGS, timeout=LOAD_MS
-        )
-
-
-@dataclass
-class Playground:
-    """A browser tab on the playground, and what it attempted that it should not have."""
-
-    page: Page
-    origin: str
-    shots: Path
-    foreign: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+class Playground(Tab):
+    """A browser tab on the playground."""
 
     def editor_text(self) -> str:
         text: str = self.page.locator(EDITOR).evaluate("(e) => e.CodeMirror.getValue()")
@@ -98,51 +53,15 @@ class Playground:
         assert self.editor_text() == ""
         self.page.keyboard.type(text, delay=5)
 
-    def screenshot(self, name: str) -> Path:
-        self.shots.mkdir(parents=True, exist_ok=True)
-        path = self.shots / f"{name}.png"
-        self.page.screenshot(path=path, timeout=WAIT_MS)
-        return path
-
-    def assert_clean(self) -> None:
-        """No request left the server's origin, and no script failed."""
-        assert self.foreign == [], f"the page tried to reach other origins: {self.foreign}"
-        assert self.errors == [], f"errors in the page: {self.errors}"
-
 
 @pytest.fixture
 def playground_tab(
     browser: Browser, server: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[Playground]:
     """A fresh context (no stored GraphiQL state) with the playground loaded and ready."""
-    shots = Path(os.environ.get("CACHEGQL_SCREENSHOTS") or tmp_path)
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(WAIT_MS)
-    context.set_default_navigation_timeout(LOAD_MS)
-    page = context.new_page()
-    tab = Playground(page, server, shots / request.node.name)
-
-    def only_same_origin(route: Route) -> None:
-        url = route.request.url
-        if url == tab.origin or url.startswith(tab.origin + "/"):
-            route.continue_()
-        else:
-            tab.foreign.append(url)
-            route.abort("blockedbyclient")
-
-    def no_foreign_sockets(ws: WebSocketRoute) -> None:
-        tab.foreign.append(ws.url)
-        ws.close()
-
-    def console(message: ConsoleMessage) -> None:
-        if message.type == "error":
-            tab.errors.append(f"console: {message.text}")
-
-    context.route("**/*", only_same_origin)
-    context.route_web_socket(re.compile(".*"), no_foreign_sockets)  # cachegql serves none
-    page.on("console", console)
-    page.on("pageerror", lambda exc: tab.errors.append(f"uncaught: {exc}"))
-    try:
+    with open_tab(browser, server, screenshots_root(request, tmp_path)) as opened:
+        tab = Playground(opened.page, opened.origin, opened.shots, opened.foreign, opened.errors)
+        page = tab.page
         # GraphiQL reads the schema (introspection, a POST) once loaded: hints, docs and
         # validation need it, and a slow machine could type before it arrives.
         with page.expect_response(
@@ -156,8 +75,6 @@ def playground_tab(
         expect(page.locator(EDITOR)).to_be_visible()
         expect(page.locator("#graphiql")).not_to_contain_text("Loading...")
         yield tab
-    finally:
-        context.close()
 
 
 def test_page_loads_only_its_own_assets(server: str) -> None:
@@ -183,6 +100,8 @@ def test_page_loads_only_its_own_assets(server: str) -> None:
             assert (playground.STATIC_DIR / asset).with_name("LICENSE").is_file()
         assert client.get(f"{playground.STATIC_PATH}/graphiql/nope.js").status_code == 404
         assert client.get(f"{playground.STATIC_PATH}/../playground.py").status_code == 404
+        # Only GraphiQL's folder: the front end's files have their own URLs (test_frontend).
+        assert client.get(f"{playground.STATIC_PATH}/app/main.js").status_code == 404
 
 
 def test_no_request_may_leave_the_origin(playground_tab: Playground) -> None:
