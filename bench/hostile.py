@@ -580,37 +580,29 @@ def deep_variables(depth: int) -> Request:
     return raw_post(f'{{"query": {json.dumps(query)}, "variables": {{"f": {chain}}}}}'.encode())
 
 
-def padded_json(size: int) -> Request:
-    """A valid request of `size` bytes: `{ __typename }` and an ignored "padding" string,
-    streamed in 1 MB pieces so the client never holds it."""
-    start = b'{"query": "{ __typename }", "padding": "'
-    end = b'"}'
+def streamed(start: bytes, fill: bytes, end: bytes, size: int) -> Request:
+    """A POST of `size` bytes: `start`, then `fill` repeated, then `end`, streamed in 1 MB
+    pieces so the client never holds it."""
     pad = size - len(start) - len(end)
 
     def body() -> Iterator[bytes]:
         yield start
-        piece = b"a" * CHUNK
+        piece = fill * CHUNK
         for offset in range(0, pad, CHUNK):
             yield piece[: min(CHUNK, pad - offset)]
         yield end
 
     return Request("POST", "/graphql", body, size)
+
+
+def padded_json(size: int) -> Request:
+    """A valid request: `{ __typename }` and an ignored "padding" string."""
+    return streamed(b'{"query": "{ __typename }", "padding": "', b"a", b'"}', size)
 
 
 def comment_query(size: int) -> Request:
-    """A query of `size` bytes that is one huge comment line, then `{ __typename }`."""
-    start = b'{"query": "# '
-    end = b'\\n{ __typename }"}'
-    pad = size - len(start) - len(end)
-
-    def body() -> Iterator[bytes]:
-        yield start
-        piece = b"x" * CHUNK
-        for offset in range(0, pad, CHUNK):
-            yield piece[: min(CHUNK, pad - offset)]
-        yield end
-
-    return Request("POST", "/graphql", body, size)
+    """A query that is one huge comment line, then `{ __typename }`."""
+    return streamed(b'{"query": "# ', b"x", b'\\n{ __typename }"}', size)
 
 
 def cursor(size: int) -> str:
