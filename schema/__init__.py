@@ -12,12 +12,16 @@ from cachegql.schema.app import (
     export_sdl,
     run_here,
 )
+from cachegql.schema.compiled import STATS as COMPILED_STATS
+from cachegql.schema.compiled import CompiledExecutionContext
 from cachegql.schema.context import Context
 from cachegql.schema.errors import INTERNAL_MESSAGE, INTERNAL_SERVER_ERROR, QUERY_TOO_COMPLEX
+from cachegql.schema.execution import FastExecutionContext
 from cachegql.schema.limits import CONNECTION_FIELDS, DEFAULT_MAX_COST
 from cachegql.schema.pagination import DEFAULT_FIRST, DEFAULT_MAX_FIRST
 
 __all__ = [
+    "COMPILED_STATS",
     "CONNECTION_FIELDS",
     "DEFAULT_FIRST",
     "DEFAULT_MAX_COST",
@@ -26,7 +30,9 @@ __all__ = [
     "INTERNAL_SERVER_ERROR",
     "QUERY_TOO_COMPLEX",
     "CachegqlSchema",
+    "CompiledExecutionContext",
     "Context",
+    "FastExecutionContext",
     "Operation",
     "Runner",
     "build_schema",

@@ -18,8 +18,8 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from cachegql.schema.compiled import CompiledExecutionContext
 from cachegql.schema.errors import classify
-from cachegql.schema.execution import FastExecutionContext
 from cachegql.schema.limits import DEFAULT_MAX_COST, MAX_TOKENS, CostLimit
 from cachegql.schema.pagination import DEFAULT_MAX_FIRST
 from cachegql.schema.query import Query
@@ -84,14 +84,15 @@ class CachegqlSchema(strawberry.Schema):
 def build_schema(
     max_first: int = DEFAULT_MAX_FIRST,
     runner: Runner = run_here,
-    execution: type[StrawberryGraphQLCoreExecutionContext] = FastExecutionContext,
+    execution: type[StrawberryGraphQLCoreExecutionContext] = CompiledExecutionContext,
     max_cost: int = DEFAULT_MAX_COST,
 ) -> CachegqlSchema:
     """The schema, with parsed and validated documents cached (clients repeat their queries).
 
     A document has at most `MAX_TOKENS` tokens, and each operation is priced before it is
     validated (`limits`): over `max_cost`, it is refused. `execution` is the execution
-    context class: the fast one by default; tests pass strawberry's stock one to compare.
+    context class: compiled plans by default (`compiled`), else the fast one
+    (`execution`); tests pass strawberry's stock one to compare.
     """
     return CachegqlSchema(
         query=Query,

@@ -26,7 +26,12 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from cachegql.index import shorten
-from cachegql.schema import Context, build_schema
+from cachegql.schema import (
+    CompiledExecutionContext,
+    Context,
+    FastExecutionContext,
+    build_schema,
+)
 from cachegql.server import playground
 from cachegql.server.holder import IndexHolder
 from cachegql.server.http_cache import GRAPHQL_RESPONSE, JSON, cache_control, etag, negotiate
@@ -72,7 +77,10 @@ class GraphQLEndpoint:
         self.settings = settings
         self.offloader = Offloader(settings.threads, settings.time_budget)
         self.schema = build_schema(
-            settings.max_first, runner=self.offloader, max_cost=settings.max_cost
+            settings.max_first,
+            runner=self.offloader,
+            execution=CompiledExecutionContext if settings.compiled else FastExecutionContext,
+            max_cost=settings.max_cost,
         )
         self.persisted = PersistedQueries(settings.persisted_queries)
 

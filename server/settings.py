@@ -51,6 +51,8 @@ class Settings:
     """Seconds a request's head, and then its body, may take to arrive."""
     max_requests: int = DEFAULT_MAX_REQUESTS
     """GraphQL requests in progress per worker; beyond, 503 with Retry-After."""
+    compiled: bool = True
+    """Answer queries through compiled plans (`schema/compiled.py`); else graphql-core's."""
 
     def to_env(self) -> dict[str, str]:
         env = {}

@@ -18,9 +18,10 @@ import uvicorn
 from playwright.sync_api import Browser, expect, sync_playwright
 from starlette.applications import Starlette
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.types import ExecutionResult
 
 from cachegql.index import BuildReport, IndexStore, build_index
-from cachegql.schema import DEFAULT_MAX_FIRST, Context, build_schema
+from cachegql.schema import DEFAULT_MAX_FIRST, CompiledExecutionContext, Context, build_schema
 from cachegql.server.app import Settings, create_app
 from tests import oracle
 
@@ -82,21 +83,33 @@ class LiveServer:
 class Differential:
     """Executes requests in-process through strawberry's stock execution context and
     requires the same JSON, data and errors byte for byte, as the server's answer (which
-    comes from the fast execution of schema/execution.py)."""
+    comes from the compiled plans of schema/compiled.py, or the fast execution of
+    schema/execution.py where a plan steps aside) and as the compiled path run here."""
 
     def __init__(self, index: Path, max_first: int = DEFAULT_MAX_FIRST) -> None:
         self.store = IndexStore(index)
         self.max_first = max_first
         self.stock = build_schema(max_first, execution=StrawberryGraphQLCoreExecutionContext)
+        self.compiled = build_schema(max_first, execution=CompiledExecutionContext)
         self.compared = 0
 
     def check(self, query: str, variables: dict[str, Any], served: dict[str, Any]) -> None:
         context = Context(self.store, self.max_first)
         result = self.stock.execute_sync(query, variable_values=variables, context_value=context)
-        stock = {"data": result.data, "errors": [e.formatted for e in result.errors or ()]}
+        stock = orjson.dumps(_answer(result))
         fast = {"data": served.get("data"), "errors": served.get("errors", [])}
-        assert orjson.dumps(fast) == orjson.dumps(stock), f"fast and stock differ: {query!r}"
+        assert orjson.dumps(fast) == stock, f"served and stock differ: {query!r}"
+        context = Context(self.store, self.max_first)
+        compiled = self.compiled.execute_sync(
+            query, variable_values=variables, context_value=context
+        )
+        assert orjson.dumps(_answer(compiled)) == stock, f"compiled and stock differ: {query!r}"
         self.compared += 1
+
+
+def _answer(result: ExecutionResult) -> dict[str, Any]:
+    """The data and errors of a result, as compared."""
+    return {"data": result.data, "errors": [e.formatted for e in result.errors or ()]}
 
 
 class GraphQLClient:

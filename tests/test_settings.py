@@ -34,6 +34,7 @@ def _unusual(index: Path) -> Settings:
         max_body_bytes=4096,
         read_timeout=1.5,
         max_requests=9,
+        compiled=False,
     )
 
 
