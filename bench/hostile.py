@@ -34,7 +34,6 @@ import contextlib
 import itertools
 import json
 import os
-import platform
 import random
 import re
 import resource
@@ -52,6 +51,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
+
+from machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / "work"
@@ -1114,26 +1117,6 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def machine() -> dict[str, Any]:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    memory = int(Path("/proc/meminfo").read_text().split()[1]) // 1024 // 1024
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gib": memory,
-        "python": platform.python_version(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "loadavg_start": loadavg(),
-    }
-
-
 def log(message: str) -> None:
     print(f"[hostile] {message}", file=sys.stderr, flush=True)
 
@@ -1423,7 +1406,7 @@ def main(argv: list[str]) -> int:
     stamp = time.strftime("%Y%m%dT%H%M%S")
     args.logs = args.logs or WORK / f"hostile-logs-{stamp}"
     args.logs.mkdir(parents=True, exist_ok=True)
-    info = machine()
+    info = {**machine(), "loadavg_start": loadavg()}
     log(f"load average {info['loadavg_start']}; {len(cases)} cases")
     index = ensure_index(args)
     server = Server(args, index)

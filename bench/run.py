@@ -16,7 +16,6 @@ import contextlib
 import gc
 import json
 import os
-import platform
 import resource
 import shutil
 import signal
@@ -33,6 +32,10 @@ from typing import Any
 
 from cachegql.index import IndexStore
 from cachegql.schema import Context, build_schema
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
+
+from machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / "work"
@@ -76,26 +79,6 @@ class Report:
 
 def log(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
-
-
-def machine() -> dict[str, Any]:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    memory = int(Path("/proc/meminfo").read_text().split()[1]) // 1024 // 1024
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gib": memory,
-        "python": platform.python_version(),
-        "system": platform.platform(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
 
 
 def run_cli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:

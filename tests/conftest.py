@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
+import anyio.to_thread
 import httpx
 import orjson
 import pytest
@@ -78,6 +80,28 @@ class LiveServer:
     def __exit__(self, *_: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def worker_thread_held(server: LiveServer, app: Starlette) -> Iterator[None]:
+    """One of the app's query threads taken and held, as by a slow query, until the block ends."""
+    loop = server.server.servers[0].get_loop()
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        holding.set()
+        release.wait(timeout=60)
+
+    async def occupy() -> None:
+        await anyio.to_thread.run_sync(hold, limiter=app.state.offloader.limiter)
+
+    occupied = asyncio.run_coroutine_threadsafe(occupy(), loop)
+    try:
+        assert holding.wait(timeout=10), "the worker thread was never taken"
+        yield
+    finally:
+        release.set()
+        occupied.result(timeout=10)
 
 
 class Differential:

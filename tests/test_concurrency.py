@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
 import httpx
 import pytest
 from starlette.applications import Starlette
@@ -18,7 +16,7 @@ from cachegql.index import IndexStore, build_index
 from cachegql.schema import Context, build_schema
 from cachegql.server.app import Settings, create_app
 from cachegql.server.offload import runs_inline
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, worker_thread_held
 
 EXPENSIVE = '{ specs(search: "build", first: 100) { totalCount facets { versions { value } } } }'
 
@@ -62,29 +60,14 @@ def test_cheap_queries_are_answered_while_the_worker_thread_is_busy(
     """The test holds the server's one worker thread itself: an expensive query must wait
     for it, cheap ones must not. No timing ratio: the order of events is the assertion."""
     url, server = live
-    loop = server.server.servers[0].get_loop()
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        holding.set()
-        release.wait(timeout=60)
-
-    async def occupy() -> None:
-        await anyio.to_thread.run_sync(hold, limiter=app.state.offloader.limiter)
-
-    occupied = asyncio.run_coroutine_threadsafe(occupy(), loop)
-    assert holding.wait(timeout=10), "the worker thread was never taken"
     expensive: dict[str, Any] = {}
     waiter = threading.Thread(target=lambda: expensive.update(_post(url, EXPENSIVE, 60)))
-    try:
+    with worker_thread_held(server, app):
         waiter.start()
         for number in range(5):  # would time out if they needed the held thread
             assert _post(url, cheap(number), timeout=10)["data"]["tags"]
         assert waiter.is_alive() and not expensive, "the expensive query did not wait"
-    finally:
-        release.set()
-        occupied.result(timeout=10)
-        waiter.join(timeout=60)
+    waiter.join(timeout=60)
     assert expensive["data"]["specs"]["totalCount"] > 0
 
 
@@ -94,24 +77,8 @@ def test_with_two_threads_an_expensive_query_does_not_wait_for_another(
     """One thread held (as by a slow query), the other answers the next expensive one."""
     app = create_app(Settings(index=demo_index, reload_interval=0, threads=2))
     server = LiveServer(app)
-    with server as url:
-        loop = server.server.servers[0].get_loop()
-        holding, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            holding.set()
-            release.wait(timeout=60)
-
-        async def occupy() -> None:
-            await anyio.to_thread.run_sync(hold, limiter=app.state.offloader.limiter)
-
-        occupied = asyncio.run_coroutine_threadsafe(occupy(), loop)
-        try:
-            assert holding.wait(timeout=10)
-            assert _post(url, EXPENSIVE, timeout=10)["data"]["specs"]["totalCount"] > 0
-        finally:
-            release.set()
-            occupied.result(timeout=10)
+    with server as url, worker_thread_held(server, app):
+        assert _post(url, EXPENSIVE, timeout=10)["data"]["specs"]["totalCount"] > 0
 
 
 def test_a_page_of_specs_reads_each_package_once(demo_index: Path) -> None:

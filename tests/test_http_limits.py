@@ -14,14 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
 import httpx
 import orjson
 import pytest
 
 from cachegql.server.app import Settings, create_app
 from cachegql.server.protocol import protocol
-from tests.conftest import CLI, LiveServer
+from tests.conftest import CLI, LiveServer, worker_thread_held
 
 LIMIT = 10_000
 TIMEOUT = 0.5
@@ -158,18 +157,6 @@ def test_a_large_body_sent_with_its_head_in_one_write_is_not_taken_for_head(
 def test_requests_beyond_the_cap_are_503(live: tuple[str, LiveServer, Any]) -> None:
     """Two requests in progress (held on the one worker thread), the third is refused."""
     url, server, app = live
-    loop = server.server.servers[0].get_loop()
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        holding.set()
-        release.wait(timeout=30)
-
-    async def occupy() -> None:
-        await anyio.to_thread.run_sync(hold, limiter=app.state.offloader.limiter)
-
-    occupied = asyncio.run_coroutine_threadsafe(occupy(), loop)
-    assert holding.wait(timeout=10)
     waiting: list[httpx.Response] = []
     query = {"query": "{ specs(first: 1) { totalCount } }"}
     threads = [
@@ -178,7 +165,7 @@ def test_requests_beyond_the_cap_are_503(live: tuple[str, LiveServer, Any]) -> N
         )
         for _ in range(2)
     ]
-    try:
+    with worker_thread_held(server, app):
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 10
@@ -188,11 +175,8 @@ def test_requests_beyond_the_cap_are_503(live: tuple[str, LiveServer, Any]) -> N
         assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
         assert _error(refused)["extensions"]["code"] == "SERVICE_OVERLOADED"
         assert httpx.get(f"{url}/healthz").status_code == 200  # not counted
-    finally:
-        release.set()
-        occupied.result(timeout=10)
-        for thread in threads:
-            thread.join(timeout=30)
+    for thread in threads:
+        thread.join(timeout=30)
     assert [r.status_code for r in waiting] == [200, 200]
 
 
