@@ -4,17 +4,10 @@ Nothing here knows about HTTP; `server/` mounts the schema on an ASGI app. This
 module is the schema's front door: `server/` imports from here.
 """
 
-from cachegql.schema.app import (
-    CachegqlSchema,
-    Operation,
-    Runner,
-    build_schema,
-    export_sdl,
-    run_here,
-)
-from cachegql.schema.compiled import STATS as COMPILED_STATS
-from cachegql.schema.compiled import CompiledExecutionContext
+from cachegql.schema.app import CachegqlSchema, Runner, build_schema, export_sdl, run_here
 from cachegql.schema.context import Context
+from cachegql.schema.direct import EXECUTIONS, Answer
+from cachegql.schema.direct import STATS as COMPILED_STATS
 from cachegql.schema.errors import INTERNAL_MESSAGE, INTERNAL_SERVER_ERROR, QUERY_TOO_COMPLEX
 from cachegql.schema.execution import FastExecutionContext
 from cachegql.schema.limits import CONNECTION_FIELDS, DEFAULT_MAX_COST
@@ -26,14 +19,14 @@ __all__ = [
     "DEFAULT_FIRST",
     "DEFAULT_MAX_COST",
     "DEFAULT_MAX_FIRST",
+    "EXECUTIONS",
     "INTERNAL_MESSAGE",
     "INTERNAL_SERVER_ERROR",
     "QUERY_TOO_COMPLEX",
+    "Answer",
     "CachegqlSchema",
-    "CompiledExecutionContext",
     "Context",
     "FastExecutionContext",
-    "Operation",
     "Runner",
     "build_schema",
     "export_sdl",

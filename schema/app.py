@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import strawberry
 from graphql import GraphQLError
@@ -18,8 +18,11 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from cachegql.schema.compiled import CompiledExecutionContext
-from cachegql.schema.errors import classify
+from cachegql.index import OverBudgetError
+from cachegql.schema.context import Context
+from cachegql.schema.direct import Answer, DirectPath
+from cachegql.schema.errors import QUERY_TOO_COMPLEX, classify
+from cachegql.schema.execution import FastExecutionContext
 from cachegql.schema.limits import DEFAULT_MAX_COST, MAX_TOKENS, CostLimit
 from cachegql.schema.pagination import DEFAULT_MAX_FIRST
 from cachegql.schema.query import Query
@@ -27,7 +30,6 @@ from cachegql.schema.query import Query
 __all__ = [
     "DOCUMENT_CACHE_SIZE",
     "CachegqlSchema",
-    "Operation",
     "Runner",
     "build_schema",
     "export_sdl",
@@ -35,22 +37,81 @@ __all__ = [
 ]
 
 DOCUMENT_CACHE_SIZE = 256
-Operation = Callable[[], ExecutionResult]
-Runner = Callable[[str | None, Operation], Awaitable[ExecutionResult]]
-"""Runs one operation (given with its query text, to decide by) and returns its result."""
+T = TypeVar("T")
 
 
-async def run_here(query: str | None, operation: Operation) -> ExecutionResult:
+class Runner(Protocol):
+    """Runs one operation (given with its query text, to decide by) and returns its
+    result; raises `OverBudgetError` when it abandons an operation over its time budget."""
+
+    def __call__(self, query: str | None, operation: Callable[[], T]) -> Awaitable[T]: ...
+
+
+async def run_here(query: str | None, operation: Callable[[], T]) -> T:
     """The plain runner: the operation runs where it is awaited."""
     return operation()
 
 
 class CachegqlSchema(strawberry.Schema):
-    """A strawberry schema whose async `execute` hands the synchronous work to a runner."""
+    """A strawberry schema whose operations run through a runner, each answered by its
+    compiled plan where it has one (`direct`), else by the stock path."""
 
-    def __init__(self, *args: Any, runner: Runner = run_here, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        runner: Runner = run_here,
+        max_cost: int = DEFAULT_MAX_COST,
+        compiled: bool = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.runner = runner
+        self.direct = (
+            DirectPath(self._schema, self.schema_converter, max_cost) if compiled else None
+        )
+
+    async def answer(
+        self,
+        query: str,
+        variables: dict[str, Any] | None = None,
+        context: Context | None = None,
+        operation_name: str | None = None,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+    ) -> Answer:
+        """`answer_sync`, through the runner."""
+        operation = partial(
+            self.answer_sync, query, variables, context, operation_name, allowed_operation_types
+        )
+        try:
+            return await self.runner(query, operation)
+        except OverBudgetError as exc:
+            return Answer("abandoned", result=_over_budget(exc))
+
+    def answer_sync(
+        self,
+        query: str,
+        variables: dict[str, Any] | None = None,
+        context: Context | None = None,
+        operation_name: str | None = None,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+    ) -> Answer:
+        """The answer of the operation's plan as JSON; else the stock path's result, with
+        why the plan did not answer (`direct.EXECUTIONS`)."""
+        execution = "stock"
+        allowed = allowed_operation_types is None or OperationType.QUERY in allowed_operation_types
+        if self.direct is not None and context is not None and allowed:
+            answer = self.direct.answer(query, variables, operation_name, context)
+            if answer.body is not None:
+                return answer
+            execution = answer.execution
+        result = self.execute_sync(
+            query,
+            variable_values=variables,
+            context_value=context,
+            operation_name=operation_name,
+            allowed_operation_types=allowed_operation_types,
+        )
+        return Answer(execution, result=result)
 
     async def execute(
         self,
@@ -62,6 +123,7 @@ class CachegqlSchema(strawberry.Schema):
         allowed_operation_types: Iterable[OperationType] | None = None,
         operation_extensions: dict[str, Any] | None = None,
     ) -> ExecutionResult:
+        """Strawberry's stock execution, through the runner."""
         operation = partial(
             self.execute_sync,
             query,
@@ -72,7 +134,10 @@ class CachegqlSchema(strawberry.Schema):
             allowed_operation_types=allowed_operation_types,
             operation_extensions=operation_extensions,
         )
-        return await self.runner(query, operation)
+        try:
+            return await self.runner(query, operation)
+        except OverBudgetError as exc:
+            return _over_budget(exc)
 
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
@@ -81,18 +146,27 @@ class CachegqlSchema(strawberry.Schema):
             classify(error)
 
 
+def _over_budget(exc: OverBudgetError) -> ExecutionResult:
+    """The answer of an operation its runner abandoned over its time budget."""
+    return ExecutionResult(
+        data=None, errors=[GraphQLError(str(exc), extensions={"code": QUERY_TOO_COMPLEX})]
+    )
+
+
 def build_schema(
     max_first: int = DEFAULT_MAX_FIRST,
     runner: Runner = run_here,
-    execution: type[StrawberryGraphQLCoreExecutionContext] = CompiledExecutionContext,
+    execution: type[StrawberryGraphQLCoreExecutionContext] = FastExecutionContext,
     max_cost: int = DEFAULT_MAX_COST,
+    compiled: bool = True,
 ) -> CachegqlSchema:
     """The schema, with parsed and validated documents cached (clients repeat their queries).
 
     A document has at most `MAX_TOKENS` tokens, and each operation is priced before it is
-    validated (`limits`): over `max_cost`, it is refused. `execution` is the execution
-    context class: compiled plans by default (`compiled`), else the fast one
-    (`execution`); tests pass strawberry's stock one to compare.
+    validated (`limits`): over `max_cost`, it is refused. `answer` runs an operation
+    through its compiled plan (`direct`) unless `compiled` is false; else, and for what
+    plans do not cover, `execution` is graphql-core's execution context: the fast one
+    by default (`execution`); tests pass strawberry's stock one to compare.
     """
     return CachegqlSchema(
         query=Query,
@@ -104,6 +178,8 @@ def build_schema(
             lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
         ],
         runner=runner,
+        max_cost=max_cost,
+        compiled=compiled,
     )
 
 

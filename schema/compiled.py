@@ -7,28 +7,21 @@ and aliases flattened, each field resolved to a reader or to its resolver, each 
 completion function) and each request then only calls those functions with the request's
 variables bound.
 
-A plan covers operations made of object types, lists and leaves, without directives or
-introspection; anything else runs through the stock execution (`FastExecutionContext`).
-A plan never reports an error itself: should any call of it raise, or a value not be
-what the schema says (a null where it forbids one, a leaf that does not serialize, a
-list that is not a list), the operation runs again through the stock path, which then
-answers exactly as it would have. Parsing, validation, the cost limit and the time
-budget are unchanged: they run before execution, or around it.
-
-`STATS` counts operations answered by a plan ("compiled"), not covered ("uncovered")
-and covered but handed back ("fallback").
+A plan covers query operations made of object types, lists and leaves, without
+directives or introspection; `compile_operation` returns None for anything else. A plan
+never reports an error itself: should any call of it raise, or a value not be what the
+schema says (a null where it forbids one, a leaf that does not serialize, a list that is
+not a list), it raises, and its caller (`direct`) runs the operation through the stock
+path, which then answers exactly as it would have.
 """
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
 from collections.abc import Callable
 from operator import attrgetter
-from threading import Lock
 from typing import Any
 
 from graphql import (
-    ExecutionResult,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
@@ -48,19 +41,14 @@ from graphql import (
     ValueNode,
     VariableNode,
 )
-from graphql.execution.types import ExperimentalIncrementalExecutionResults
 from graphql.execution.values import VariableValues, get_argument_values
-from graphql.pyutils import AwaitableOrValue
 from graphql.type.definition import GraphQLResolveInfo
 from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.types.arguments import convert_arguments
 from strawberry.types.field import StrawberryField
 
-from cachegql.schema.execution import FastExecutionContext
+__all__ = ["Plan", "compile_operation"]
 
-__all__ = ["PLAN_CACHE_SIZE", "STATS", "CompiledExecutionContext", "Plan"]
-
-PLAN_CACHE_SIZE = 256
-STATS: Counter[str] = Counter()
 _LISTS = (list, tuple)
 
 
@@ -155,8 +143,11 @@ def _collect(
 class _Compiler:
     """Compiles the selections of one operation."""
 
-    def __init__(self, fragments: dict[str, FragmentDefinitionNode]) -> None:
+    def __init__(
+        self, fragments: dict[str, FragmentDefinitionNode], converter: GraphQLCoreConverter
+    ) -> None:
         self.fragments = fragments
+        self.converter = converter
 
     def object(self, object_type: GraphQLObjectType, nodes: list[FieldNode]) -> Complete:
         if object_type.is_type_of is not None:
@@ -183,31 +174,35 @@ class _Compiler:
             if field is None or name.startswith("__"):
                 raise _UncoveredError
             compiled.append(
-                (response_name, _resolver(field, nodes[0]), self.value(field.type, nodes))
+                (
+                    response_name,
+                    _resolver(field, nodes[0], self.converter),
+                    self.value(field.type, nodes),
+                )
             )
         return compiled
 
     def value(self, field_type: GraphQLOutputType, nodes: list[FieldNode]) -> Complete:
-        if isinstance(field_type, GraphQLNonNull):
-            inner = self.value(field_type.of_type, nodes)
+        required = isinstance(field_type, GraphQLNonNull)
+        inner_type = field_type.of_type if isinstance(field_type, GraphQLNonNull) else field_type
+        if isinstance(inner_type, GraphQLLeafType):
+            return _leaf(inner_type.serialize, required)  # one call a value: the most made
+        complete = self._not_null(inner_type, nodes)
+        if required:
 
             def non_null(value: Any, run: _Run) -> Any:
                 if value is None:
                     raise _FallbackError
-                return inner(value, run)
+                return complete(value, run)
 
             return non_null
-        complete = self._nullable(field_type, nodes)
 
         def nullable(value: Any, run: _Run) -> Any:
             return None if value is None else complete(value, run)
 
         return nullable
 
-    def _nullable(self, field_type: GraphQLOutputType, nodes: list[FieldNode]) -> Complete:
-        if isinstance(field_type, GraphQLLeafType):
-            serialize = field_type.serialize
-            return lambda value, _run: serialize(value)
+    def _not_null(self, field_type: GraphQLOutputType, nodes: list[FieldNode]) -> Complete:
         if isinstance(field_type, GraphQLList):
             item = self.value(field_type.of_type, nodes)
 
@@ -222,6 +217,18 @@ class _Compiler:
         raise _UncoveredError  # interfaces and unions
 
 
+def _leaf(serialize: Callable[[Any], Any], required: bool) -> Complete:
+    if required:
+
+        def non_null(value: Any, _run: _Run) -> Any:
+            if value is None:
+                raise _FallbackError
+            return serialize(value)
+
+        return non_null
+    return lambda value, _run: None if value is None else serialize(value)
+
+
 def _constant(value: Any) -> Resolve:
     return lambda _source, _run: value
 
@@ -230,31 +237,86 @@ def _identity(value: Any, _run: _Run) -> Any:
     return value
 
 
-def _resolver(field: GraphQLField, node: FieldNode) -> Resolve:
-    """How to read `field` off a source: directly for a plain attribute, else through its
-    resolver (strawberry's, so arguments are converted exactly as on the stock path)."""
+def _resolver(field: GraphQLField, node: FieldNode, converter: GraphQLCoreConverter) -> Resolve:
+    """How to read `field` off a source: directly for a plain attribute; else by calling
+    its resolver function, with its arguments converted as strawberry converts them (once,
+    when they hold no variables), or through strawberry's own wrapper of it when strawberry
+    has more to do (field extensions, exception handlers, an async resolver)."""
     definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
     if not isinstance(definition, StrawberryField):
         raise _UncoveredError
     if definition.is_basic_field and definition.default_resolver is getattr and not field.args:
         return _attribute(attrgetter(definition.python_name))
+    call = _direct_call(definition, converter)
+    if call is None:
+        return _wrapped(field, node)
+
+    def convert(values: dict[str, Any]) -> dict[str, Any]:
+        return convert_arguments(
+            values,
+            definition.arguments,
+            scalar_registry=converter.scalar_registry,
+            config=converter.config,
+        )
+
+    if not _has_variables(node):
+        try:
+            fixed = convert(get_argument_values(field, node)) if field.args else {}
+        except Exception:
+            raise _UncoveredError from None
+        return lambda source, run: call(source, run, fixed)
+    return lambda source, run: call(
+        source, run, convert(get_argument_values(field, node, run.variables))
+    )
+
+
+def _direct_call(
+    definition: StrawberryField, converter: GraphQLCoreConverter
+) -> Callable[[Any, _Run, dict[str, Any]], Any] | None:
+    """A call of the field's resolver function as strawberry makes it (`self` or `root`
+    given the source, `info` a strawberry `Info`), or None where strawberry does more."""
+    resolver = definition.base_resolver
+    if (
+        resolver is None
+        or definition.extensions
+        or converter.exception_handlers
+        or resolver.is_async
+        or not callable(resolver.wrapped_func)
+    ):
+        return None
+    function = resolver.wrapped_func
+    positional = resolver.self_parameter is not None
+    sources = [p.name for p in (resolver.parent_parameter, resolver.root_parameter) if p]
+    info = resolver.info_parameter.name if resolver.info_parameter else None
+    info_class = converter.config.info_class
+
+    def call(source: Any, run: _Run, arguments: dict[str, Any]) -> Any:
+        kwargs = dict(arguments)  # a copy: fixed arguments serve every run
+        for name in sources:
+            kwargs[name] = source
+        if info is not None:
+            kwargs[info] = info_class(_raw_info=_raw(run.info), _field=definition)
+        return function(source, **kwargs) if positional else function(**kwargs)
+
+    return call
+
+
+def _wrapped(field: GraphQLField, node: FieldNode) -> Resolve:
+    """The field read through strawberry's resolver wrapper, as graphql-core calls it."""
     resolve = field.resolve
     if resolve is None:
         raise _UncoveredError
     if not node.arguments and not field.args:
         return lambda source, run: resolve(source, _raw(run.info))
-    uses_variables = _has_variables(node)
-    if not uses_variables:
+    if not _has_variables(node):
         try:
             fixed = get_argument_values(field, node)
         except GraphQLError:
             raise _UncoveredError from None
         return lambda source, run: resolve(source, _raw(run.info), **fixed)
-
-    def with_variables(source: Any, run: _Run) -> Any:
-        return resolve(source, _raw(run.info), **get_argument_values(field, node, run.variables))
-
-    return with_variables
+    return lambda source, run: resolve(
+        source, _raw(run.info), **get_argument_values(field, node, run.variables)
+    )
 
 
 def _attribute(get: Callable[[Any], Any]) -> Resolve:
@@ -281,78 +343,17 @@ def _uses_variables(value: ValueNode) -> bool:
 
 
 def compile_operation(
-    schema_query: GraphQLObjectType,
+    query_type: GraphQLObjectType,
     operation: OperationDefinitionNode,
     fragments: dict[str, FragmentDefinitionNode],
+    converter: GraphQLCoreConverter,
 ) -> Plan | None:
-    """The plan of a query operation, or None when the compiler does not cover it."""
+    """The plan of a query operation, or None when the compiler does not cover it;
+    `converter` is the strawberry schema's, which made `query_type`."""
     if operation.operation != OperationType.QUERY or operation.directives:
         return None
     try:
-        return Plan(_Compiler(fragments).fields(schema_query, [operation.selection_set]))
+        compiler = _Compiler(fragments, converter)
+        return Plan(compiler.fields(query_type, [operation.selection_set]))
     except (_UncoveredError, RecursionError):
-        return None
-
-
-class _Plans:
-    """The plans of recent operations (a document parsed once is the same nodes after)."""
-
-    def __init__(self, size: int = PLAN_CACHE_SIZE) -> None:
-        self.size = size
-        self._plans: OrderedDict[int, tuple[OperationDefinitionNode, Plan | None]] = OrderedDict()
-        self._lock = Lock()
-
-    def get(
-        self,
-        query_type: GraphQLObjectType,
-        operation: OperationDefinitionNode,
-        fragments: dict[str, FragmentDefinitionNode],
-    ) -> Plan | None:
-        key = id(operation)
-        with self._lock:
-            entry = self._plans.get(key)
-            if entry is not None and entry[0] is operation:
-                self._plans.move_to_end(key)
-                return entry[1]
-        plan = compile_operation(query_type, operation, fragments)
-        with self._lock:
-            self._plans[key] = (operation, plan)
-            while len(self._plans) > self.size:
-                self._plans.popitem(last=False)
-        return plan
-
-
-PLANS = _Plans()
-
-
-class CompiledExecutionContext(FastExecutionContext):
-    """Runs an operation's plan when it has one; the fast execution otherwise."""
-
-    def execute_operation(
-        self, serially: bool | None = None
-    ) -> AwaitableOrValue[ExecutionResult | ExperimentalIncrementalExecutionResults]:
-        query_type = self.schema.query_type
-        if query_type is None or self._has_middleware or self.abort_signal is not None:
-            return super().execute_operation(serially)
-        plan = PLANS.get(query_type, self.operation, self.fragment_definitions)
-        if plan is None:
-            STATS["uncovered"] += 1
-            return super().execute_operation(serially)
-        data = _run_or_none(plan, self.root_value, self.context_value, self.variable_values)
-        if data is None:
-            # Outside the handler of the plan's error: the stock path's own errors must
-            # not keep it (and its frames) as their context.
-            STATS["fallback"] += 1
-            return super().execute_operation(serially)
-        STATS["compiled"] += 1
-        return self.finish(self.build_response(data))
-
-
-def _run_or_none(
-    plan: Plan, root: Any, context: Any, variables: VariableValues
-) -> dict[str, Any] | None:
-    """The plan's data, or None when it raised (the error is dropped with its frames)."""
-    try:
-        return plan.run(root, context, variables)
-    except Exception:
         return None

@@ -7,11 +7,16 @@ trickled slowly would otherwise hold a connection and its buffers for ever). Inn
 (the response cache, the endpoint) then get it as one message. A refusal is a JSON
 GraphQL error with a code: 413 for a body too large, 414 for a query string too long,
 408 for a body too slow.
+
+The time limit is asyncio's own `timeout`, not anyio's cancel scope: uvicorn runs on
+asyncio, and an anyio scope cost about 14 µs of CPU per request at 6,000 requests a
+second (a tenth of a spec lookup's whole answer).
 """
 
 from __future__ import annotations
 
-import anyio
+import asyncio
+
 import orjson
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -67,20 +72,23 @@ class BodyLimit:
             raise _RefusedError(413, self._too_large())
         chunks: list[bytes] = []
         size = 0
-        with anyio.move_on_after(self.timeout) as scope_of_reading:
-            while True:
-                message = await receive()
-                if message["type"] != "http.request":
-                    break  # the client left: the app will see it in time
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > self.max_bytes:
-                    raise _RefusedError(413, self._too_large())
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    break
-        if scope_of_reading.cancelled_caught:
-            raise _RefusedError(408, f"the request body did not arrive within {self.timeout:g} s")
+        try:
+            async with asyncio.timeout(self.timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        break  # the client left: the app will see it in time
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_bytes:
+                        raise _RefusedError(413, self._too_large())
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            raise _RefusedError(
+                408, f"the request body did not arrive within {self.timeout:g} s"
+            ) from None
         return b"".join(chunks)
 
     def _too_large(self) -> str:

@@ -201,6 +201,12 @@ def _parser() -> argparse.ArgumentParser:
         "--no-access-log", action="store_true", help="do not log each request (saves CPU)"
     )
     serve.add_argument(
+        "--no-compiled",
+        action="store_true",
+        help="answer every query through strawberry and graphql-core, not compiled plans "
+        "(the reference path; slower)",
+    )
+    serve.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
@@ -407,6 +413,7 @@ def _serve(args: argparse.Namespace) -> int:
         persisted_queries=args.persisted_queries,
         log_format=args.log_format,
         access_log=not args.no_access_log,
+        compiled=not args.no_compiled,
         **{
             name: getattr(args, name)
             for name, *_ in _LIMIT_FLAGS

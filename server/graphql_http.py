@@ -26,12 +26,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from cachegql.index import shorten
-from cachegql.schema import (
-    CompiledExecutionContext,
-    Context,
-    FastExecutionContext,
-    build_schema,
-)
+from cachegql.schema import Context, build_schema
 from cachegql.server import playground
 from cachegql.server.holder import IndexHolder
 from cachegql.server.http_cache import GRAPHQL_RESPONSE, JSON, cache_control, etag, negotiate
@@ -79,8 +74,8 @@ class GraphQLEndpoint:
         self.schema = build_schema(
             settings.max_first,
             runner=self.offloader,
-            execution=CompiledExecutionContext if settings.compiled else FastExecutionContext,
             max_cost=settings.max_cost,
+            compiled=settings.compiled,
         )
         self.persisted = PersistedQueries(settings.persisted_queries)
 
@@ -149,12 +144,12 @@ class GraphQLEndpoint:
         info.operation = params.operation_name or _operation_name(query)
         store = self.holder.store
         try:
-            result = await self.schema.execute(
+            answer = await self.schema.answer(
                 query,
-                variable_values=params.variables,
-                context_value=Context(store=store, max_first=self.settings.max_first),
-                operation_name=params.operation_name,
-                allowed_operation_types=_GET_ONLY if request.method == "GET" else _POST,
+                params.variables,
+                Context(store=store, max_first=self.settings.max_first),
+                params.operation_name,
+                _GET_ONLY if request.method == "GET" else _POST,
             )
         except InvalidOperationTypeError:
             raise BadRequestError(405, "only queries can be sent with GET; use POST") from None
@@ -164,8 +159,8 @@ class GraphQLEndpoint:
             else:
                 message = "the document has several operations: name one with 'operationName'"
             raise BadRequestError(400, message) from None
-        body = _body(result)
-        errors = result.errors or []
+        info.execution = answer.execution
+        errors = (answer.result.errors or []) if answer.result is not None else []
         info.codes.extend(str((e.extensions or {}).get("code", "")) for e in errors)
         status = 400 if media == GRAPHQL_RESPONSE and errors and _before_execution(errors) else 200
         headers = {}
@@ -175,7 +170,10 @@ class GraphQLEndpoint:
             else:
                 headers["Cache-Control"] = cache_control(self.settings.cache_max_age)
                 headers["ETag"] = etag(store.build_id, media, request.scope["query_string"])
-        return _json(body, status, media, headers)
+        if answer.body is not None:
+            return _bytes(answer.body, status, media, headers)
+        assert answer.result is not None
+        return _json(_body(answer.result), status, media, headers)
 
 
 def _wants_page(request: Request) -> bool:
@@ -248,9 +246,8 @@ def _body(result: ExecutionResult) -> dict[str, Any]:
 def _json(
     body: dict[str, Any], status: int, media: str, headers: dict[str, str] | None = None
 ) -> Response:
-    return Response(
-        orjson.dumps(body),
-        status_code=status,
-        headers=headers,
-        media_type=f"{media}; charset=utf-8",
-    )
+    return _bytes(orjson.dumps(body), status, media, headers)
+
+
+def _bytes(body: bytes, status: int, media: str, headers: dict[str, str] | None = None) -> Response:
+    return Response(body, status_code=status, headers=headers, media_type=f"{media}; charset=utf-8")

@@ -14,6 +14,10 @@ Metric names (Prometheus text format; counters carry the `_total` suffix):
 - `cachegql_response_cache_requests_total{result}`: `hit` or `miss` of the response cache.
 - `cachegql_persisted_queries_total{result}`: `hit`, `miss` or `registered` (automatic
   persisted queries).
+- `cachegql_executions_total{execution}`: GraphQL operations executed, by how:
+  `compiled` (answered by a compiled plan), `uncovered`, `fallback`, `invalid`, `stock`
+  or `abandoned` (`cachegql.schema.EXECUTIONS` says what each means). A response cache
+  hit executes nothing and is not counted.
 - `cachegql_index_reloads_total{result}`: attempts to load a newly published index build,
   `ok` or `failed`, summed over workers (each worker loads it).
 - `cachegql_index_build_info{build_id}`: 1, labelled with the build being served.
@@ -60,6 +64,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
+from cachegql.schema import EXECUTIONS
 from cachegql.server.holder import IndexHolder
 from cachegql.server.request_info import request_info
 
@@ -144,6 +149,12 @@ class Metrics:
             ["result"],
             registry=own,
         )
+        self._executions = Counter(
+            "cachegql_executions",
+            "GraphQL operations executed: by a compiled plan, or by the stock path and why",
+            ["execution"],
+            registry=own,
+        )
         self._reloads = Counter(
             "cachegql_index_reloads",
             "Attempts to load a newly published index build (each worker loads it)",
@@ -159,6 +170,7 @@ class Metrics:
         # Created now, so that they are exposed (as 0) before the first of each.
         self._cache_children = {r: self._cache.labels(r) for r in ("hit", "miss")}
         self._persisted_children = {r: self._persisted.labels(r) for r in PERSISTED_RESULTS}
+        self._execution_children = {e: self._executions.labels(e) for e in EXECUTIONS}
         for result in ("ok", "failed"):
             self._reloads.labels(result)
 
@@ -198,6 +210,8 @@ class Metrics:
             (self._cache_children.get(info.cache) or self._cache.labels(OTHER)).inc()
         if info.persisted is not None:
             (self._persisted_children.get(info.persisted) or self._persisted.labels(OTHER)).inc()
+        if info.execution is not None:
+            self._execution_children[info.execution].inc()
 
     def _operation(self, name: str | None) -> str:
         if not name:

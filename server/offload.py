@@ -14,22 +14,23 @@ used with more worker processes.
 
 Each operation has a time budget: the index checks it in its long loops
 (`cachegql.index.deadline`) and stops the query with a coded error; should it not
-(work outside the index), the request is answered when the budget and a grace period
-are spent and its thread is left to finish alone.
+(work outside the index), the runner raises `OverBudgetError` when the budget and a
+grace period are spent (the schema answers it with a coded error) and leaves the thread
+to finish alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 from graphql import FieldNode, GraphQLError, Visitor, parse, visit
-from strawberry.types import ExecutionResult
 
 from cachegql.index import OverBudgetError, deadline
-from cachegql.schema import CONNECTION_FIELDS, QUERY_TOO_COMPLEX, Operation
+from cachegql.schema import CONNECTION_FIELDS
 
 __all__ = ["DEFAULT_THREADS", "DEFAULT_TIME_BUDGET", "Offloader", "runs_inline"]
 
@@ -38,6 +39,7 @@ INLINE_MAX_CHARS = 2_000
 DEFAULT_THREADS = 2
 DEFAULT_TIME_BUDGET = 10.0
 GRACE_SECONDS = 1.0
+T = TypeVar("T")
 
 
 @lru_cache(maxsize=DOCUMENT_CACHE_SIZE)
@@ -80,8 +82,8 @@ class Offloader:
             self._limiter = anyio.CapacityLimiter(self.threads)
         return self._limiter
 
-    async def __call__(self, query: str | None, operation: Operation) -> ExecutionResult:
-        def bounded() -> ExecutionResult:
+    async def __call__(self, query: str | None, operation: Callable[[], T]) -> T:
+        def bounded() -> T:
             with deadline(self.time_budget):
                 return operation()
 
@@ -91,7 +93,4 @@ class Offloader:
             return await anyio.to_thread.run_sync(
                 bounded, limiter=self.limiter, abandon_on_cancel=True
             )
-        over = str(OverBudgetError(self.time_budget))
-        return ExecutionResult(
-            data=None, errors=[GraphQLError(over, extensions={"code": QUERY_TOO_COMPLEX})]
-        )
+        raise OverBudgetError(self.time_budget)

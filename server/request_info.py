@@ -27,6 +27,8 @@ class RequestInfo:
     """"hit" or "miss" when the response cache was asked; None when it was not."""
     persisted: str | None = None
     """"hit", "miss" or "registered" for an automatic persisted query."""
+    execution: str | None = None
+    """How the GraphQL operation was executed (`cachegql.schema.EXECUTIONS`), if it was."""
 
 
 def request_info(scope: Scope) -> RequestInfo:

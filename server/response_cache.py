@@ -76,6 +76,9 @@ class ResponseCache:
         if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
             await self.app(scope, receive, send)
             return
+        if scope["method"] == "POST" and self.max_bytes <= 0:  # nothing to look up or keep
+            await self.app(scope, receive, send)
+            return
         if scope["method"] == "GET" and not scope["query_string"]:  # the playground page
             await self.app(scope, receive, send)
             return

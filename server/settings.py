@@ -52,7 +52,8 @@ class Settings:
     max_requests: int = DEFAULT_MAX_REQUESTS
     """GraphQL requests in progress per worker; beyond, 503 with Retry-After."""
     compiled: bool = True
-    """Answer queries through compiled plans (`schema/compiled.py`); else graphql-core's."""
+    """Answer queries through compiled plans (`schema/direct.py`); else strawberry's and
+    graphql-core's execution for all."""
 
     def to_env(self) -> dict[str, str]:
         env = {}

@@ -1,8 +1,9 @@
-"""Compiled plans (schema/compiled.py) answer exactly as strawberry's stock execution.
+"""Compiled plans (schema/compiled.py, schema/direct.py) answer exactly as strawberry's
+stock execution.
 
 Every query of the API tests is compared through `tests.conftest.Differential`; this
 module checks which operations a plan answers, which it leaves to the stock path
-(uncovered, or covered but raising), and compares random valid documents.
+(uncovered, invalid, or covered but raising), and compares random valid documents.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strawberry.schema.exceptions import CannotGetOperationTypeError
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
-from cachegql.index import IndexStore
-from cachegql.schema import COMPILED_STATS, CompiledExecutionContext, Context, build_schema
-from cachegql.schema.app import CachegqlSchema
-from cachegql.schema.compiled import PLAN_CACHE_SIZE, PLANS
+from cachegql.index import IndexStore, deadline
+from cachegql.schema import COMPILED_STATS, Context, build_schema
+from cachegql.schema.direct import MAX_PLANNED_CHARS, PLAN_CACHE_SIZE
 
 
 class Pair:
@@ -28,24 +29,39 @@ class Pair:
 
     def __init__(self, index: Path) -> None:
         self.store = IndexStore(index)
-        self.stock = build_schema(execution=StrawberryGraphQLCoreExecutionContext)
-        self.compiled = build_schema(execution=CompiledExecutionContext)
+        self.stock = build_schema(execution=StrawberryGraphQLCoreExecutionContext, compiled=False)
+        self.compiled = build_schema()
 
-    def answer(self, schema: CachegqlSchema, query: str, variables: dict[str, Any]) -> bytes:
-        result = schema.execute_sync(
+    def stock_answer(self, query: str, variables: dict[str, Any]) -> bytes:
+        """The stock path's answer, as the endpoint writes it when it has no errors."""
+        result = self.stock.execute_sync(
             query, variable_values=variables, context_value=Context(self.store)
         )
-        errors = [e.formatted for e in result.errors or ()]
+        if not result.errors:
+            return orjson.dumps({"data": result.data})
+        errors = [e.formatted for e in result.errors]
         return orjson.dumps({"data": result.data, "errors": errors})
 
+    def compiled_answer(self, query: str, variables: dict[str, Any]) -> tuple[str, bytes]:
+        answer = self.compiled.answer_sync(query, variables, Context(self.store))
+        if answer.body is not None:
+            return answer.execution, answer.body
+        assert answer.result is not None
+        result = answer.result
+        if not result.errors:
+            return answer.execution, orjson.dumps({"data": result.data})
+        errors = [e.formatted for e in result.errors]
+        return answer.execution, orjson.dumps({"data": result.data, "errors": errors})
+
     def outcome(self, query: str, **variables: Any) -> str:
-        """How the compiled path answered `query`, once it is checked to equal stock."""
+        """How the compiled path answered `query`, once its bytes are checked to equal
+        the stock path's; the process's counters agree."""
         before = dict(COMPILED_STATS)
-        compiled = self.answer(self.compiled, query, variables)
-        assert compiled == self.answer(self.stock, query, variables), query
+        execution, compiled = self.compiled_answer(query, variables)
+        assert compiled == self.stock_answer(query, variables), query
         changed = [k for k, v in COMPILED_STATS.items() if v != before.get(k, 0)]
-        assert len(changed) == 1, changed
-        return changed[0]
+        assert changed == [execution], changed
+        return execution
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +135,91 @@ def test_plans_that_raise_fall_back_with_the_stock_errors(pair: Pair, query: str
     assert pair.outcome(query) == "fallback"
 
 
+INVALID = [
+    "{ tags { name }",  # does not parse
+    "{ tags { nope } }",  # fails validation
+    "query ($x: Int) { tags { name } }",  # an unused variable ($: variable rules run)
+    "{ tags { name } } fragment F on Tag { name }",  # an unused fragment
+    "{ tags @nope { name } }",  # an unknown directive
+    "{ tags { name ...F } } fragment F on Tag { ...F }",  # a fragment cycle
+    "query ($n: Int!) { specs(first: $n) { totalCount } }",  # $n not given
+    "{ tags { name(x: 1) } }",  # an unknown argument
+]
+
+
+@pytest.mark.parametrize("query", INVALID)
+def test_documents_failing_before_execution_get_the_stock_errors(pair: Pair, query: str) -> None:
+    assert pair.outcome(query) == "invalid"
+
+
+def test_an_operation_is_planned_by_document_text_and_name(pair: Pair, a_hash: str) -> None:
+    direct = pair.compiled.direct
+    assert direct is not None
+    document = (
+        f'query One {{ spec(hash: "{a_hash}") {{ hash }} }} '
+        "query Two { tags { name numSpecs } } "
+    )
+    before = len(direct)
+    for name in ("One", "Two", "One"):
+        answer = pair.compiled.answer_sync(document, None, Context(pair.store), name)
+        assert answer.execution == "compiled"
+        stock = pair.stock.execute_sync(
+            document, context_value=Context(pair.store), operation_name=name
+        )
+        assert answer.body == orjson.dumps({"data": stock.data})
+    assert len(direct) == before + 2
+    with pytest.raises(CannotGetOperationTypeError):  # several, none named: a request error
+        pair.compiled.answer_sync(document, None, Context(pair.store))
+    with pytest.raises(CannotGetOperationTypeError):
+        pair.compiled.answer_sync(document, None, Context(pair.store), "Three")
+
+
+def test_the_cost_limit_prices_each_request_with_its_variables(pages_index: Path) -> None:
+    """A plan is refused exactly when the stock path refuses: per request, as a page size
+    given as a variable changes the price (a variable-free one is priced once per index)."""
+    store = IndexStore(pages_index)
+    query = "query ($n: Int) { specs(first: $n) { nodes { hash name version } } }"
+    limited = build_schema(max_cost=200)
+    stock = build_schema(execution=StrawberryGraphQLCoreExecutionContext, compiled=False)
+    try:
+        small = limited.answer_sync(query, {"n": 2}, Context(store))
+        assert small.execution == "compiled" and small.body is not None
+        large = limited.answer_sync(query, {"n": 50}, Context(store))
+        assert large.execution == "invalid" and large.result is not None
+        assert large.result.errors and large.result.errors[0].extensions
+        assert large.result.errors[0].extensions["code"] == "QUERY_TOO_COMPLEX"
+        again = limited.answer_sync(query, {"n": 2}, Context(store))
+        assert again.body == small.body
+        expected = stock.execute_sync(query, {"n": 2}, context_value=Context(store))
+        assert small.body == orjson.dumps({"data": expected.data})
+    finally:
+        store.close()
+
+
+def test_a_document_over_the_planned_size_runs_the_stock_path(pair: Pair) -> None:
+    query = "{ tags { name } } # " + "x" * MAX_PLANNED_CHARS
+    assert pair.outcome(query) == "uncovered"
+
+
+def test_a_plan_cut_by_the_time_budget_fails_as_the_stock_path(pair: Pair) -> None:
+    """The index stops a query past its deadline; a plan then hands it to the stock path,
+    which meets the same passed deadline and answers its coded error."""
+    query = '{ specs(search: "zlib") { totalCount } }'
+    with deadline(0.0):
+        answer = pair.compiled.answer_sync(query, None, Context(pair.store))
+    with deadline(0.0):
+        stock = pair.stock.execute_sync(query, context_value=Context(pair.store))
+    assert answer.execution == "fallback" and answer.result is not None
+    assert stock.errors and answer.result.errors
+    assert [e.formatted for e in answer.result.errors] == [e.formatted for e in stock.errors]
+    assert stock.errors[0].extensions == {"code": "QUERY_TOO_COMPLEX"}
+
+
 def test_plans_are_kept_in_a_bounded_cache(pair: Pair) -> None:
+    assert pair.compiled.direct is not None
     for n in range(PLAN_CACHE_SIZE + 10):
-        pair.answer(pair.compiled, f"{{ t{n}: tags {{ name }} }}", {})
-    assert len(PLANS._plans) == PLAN_CACHE_SIZE
+        pair.compiled_answer(f"{{ t{n}: tags {{ name }} }}", {})
+    assert len(pair.compiled.direct) == PLAN_CACHE_SIZE
 
 
 SPEC_FIELDS = [

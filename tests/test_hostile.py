@@ -54,9 +54,13 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    work = tmp_path_factory.mktemp("hostile")
+@pytest.fixture(scope="module", params=["compiled", "stock"])
+def results(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, Any]]:
+    """Every case against the server, answering through compiled plans and through the
+    stock path (`--no-compiled`): the limits hold on both."""
+    work = tmp_path_factory.mktemp(f"hostile-{request.param}")
     report = work / "report.json"
     command = [sys.executable, str(BENCH), "--venv", sys.prefix, "--specs", str(SPECS)]
     command += ["--pages", str(work / "pages"), "--index", str(work / "index")]
@@ -65,6 +69,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     command += ["--after-delay", "0.5", "--settle", "10", "--memory-cap-gb", "4"]
     command += [f"--serve-flag=--read-timeout={READ_TIMEOUT}", "--serve-flag=--time-budget=3"]
     command += ["--skip", "quiet"]
+    if request.param == "stock":
+        command += ["--serve-flag=--no-compiled"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     return {result["name"]: result for result in json.loads(report.read_text())["results"]}

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -225,29 +225,53 @@ def test_a_query_over_its_time_budget_is_stopped_with_a_code(pages_index: Path) 
 
 
 def test_work_that_does_not_stop_itself_is_abandoned_after_the_grace() -> None:
-    """An operation that never checks its deadline (here: it sleeps) is answered for
-    when the budget and the grace period are spent; its thread finishes alone."""
-    from strawberry.types import ExecutionResult
-
+    """An operation that never checks its deadline (here: it sleeps) is given up when the
+    budget and the grace period are spent; its thread finishes alone."""
+    from cachegql.index import OverBudgetError
     from cachegql.server.offload import GRACE_SECONDS, Offloader
 
     finished = threading.Event()
 
-    def stuck() -> ExecutionResult:
+    def stuck() -> str:
         time.sleep(GRACE_SECONDS + 1)
         finished.set()
-        return ExecutionResult(data={"late": True}, errors=None)
+        return "late"
 
-    async def run() -> tuple[ExecutionResult, float]:
+    async def run() -> float:
         started = time.monotonic()
-        result = await Offloader(threads=1, time_budget=0.05)("{ specs { totalCount } }", stuck)
-        return result, time.monotonic() - started
+        with pytest.raises(OverBudgetError):
+            await Offloader(threads=1, time_budget=0.05)("{ specs { totalCount } }", stuck)
+        return time.monotonic() - started
 
-    result, took = asyncio.run(run())
-    assert result.data is None and result.errors
-    assert result.errors[0].extensions == {"code": "QUERY_TOO_COMPLEX"}
+    took = asyncio.run(run())
     assert took < GRACE_SECONDS + 0.5 and not finished.is_set()
     assert finished.wait(timeout=5)
+
+
+def test_an_abandoned_operation_is_answered_with_a_code(pages_index: Path) -> None:
+    """What the runner gives up on is answered QUERY_TOO_COMPLEX, on either path."""
+    from typing import TypeVar
+
+    from cachegql.index import IndexStore, OverBudgetError
+    from cachegql.schema import Context, build_schema
+
+    T = TypeVar("T")
+
+    async def gives_up(query: str | None, operation: Callable[[], T]) -> T:
+        raise OverBudgetError(0.25)
+
+    store = IndexStore(pages_index)
+    try:
+        for compiled in (True, False):
+            schema = build_schema(runner=gives_up, compiled=compiled)
+            answer = asyncio.run(schema.answer("{ tags { name } }", context=Context(store)))
+            assert answer.execution == "abandoned" and answer.result is not None
+            assert answer.result.data is None and answer.result.errors
+            error = answer.result.errors[0]
+            assert error.extensions == {"code": "QUERY_TOO_COMPLEX"}
+            assert "0.25" in error.message
+    finally:
+        store.close()
 
 
 def test_the_serve_command_applies_its_limit_flags(pages_index: Path, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -29,6 +30,7 @@ from starlette.routing import Route
 
 from cachegql.index import build_index
 from cachegql.index.disk.publish import builds_folder
+from cachegql.schema import EXECUTIONS
 from cachegql.server.access_log import AccessLog, configure_logger
 from cachegql.server.app import Settings, create_app
 from cachegql.server.holder import IndexHolder
@@ -165,6 +167,12 @@ def test_metrics_count_requests_errors_cache_and_reloads(tmp_path: Path) -> None
         assert _value(samples, cache, result="hit") == stats["hits"] == 1
         assert _value(samples, cache, result="miss") == stats["misses"] == 2
 
+        # The cached answer executed nothing; the bad hash's plan raised: the stock path.
+        executions = "cachegql_executions_total"
+        assert _value(samples, executions, execution="compiled") == 1
+        assert _value(samples, executions, execution="fallback") == 1
+        assert _value(samples, executions) == 2
+
         duration = "cachegql_request_duration_seconds"
         assert _value(samples, duration + "_count", **tags) == 2
         assert _value(samples, duration + "_sum", **tags) > 0
@@ -202,6 +210,35 @@ def test_metrics_count_requests_errors_cache_and_reloads(tmp_path: Path) -> None
         assert len(expected) > 1
         for tag, count in expected.items():
             assert _value(samples, "cachegql_index_specs", tag=tag) == count
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_executions_are_counted_by_how_they_ran(pages_ix: Path, compiled: bool) -> None:
+    """Each operation once, by the path that answered it: a plan, or the stock path and
+    why; every kind is exposed from the start."""
+    settings = Settings(index=pages_ix, reload_interval=0, response_cache_mb=0)
+    app = create_app(dataclasses.replace(settings, compiled=compiled))
+    requests = [
+        TAGS,  # compiled
+        BAD_HASH,  # the plan raises: fallback
+        {"query": "{ __schema { queryType { name } } }"},  # introspection: uncovered
+        {"query": "{ tags { nope } }"},  # fails validation: invalid
+        {"query": "query ($n: Int!) { specs(first: $n) { totalCount } }"},  # no $n: invalid
+    ]
+    with LiveServer(app) as url, httpx.Client(base_url=url, timeout=10) as client:
+        assert {e.labels["execution"] for e in _executions(_scrape(client))} == set(EXECUTIONS)
+        for body in requests:
+            assert client.post("/graphql", json=body).status_code == 200
+        counts = {e.labels["execution"]: e.value for e in _executions(_scrape(client))}
+    if compiled:
+        expected = {"compiled": 1, "fallback": 1, "uncovered": 1, "invalid": 2}
+    else:
+        expected = {"stock": 5}
+    assert {k: v for k, v in counts.items() if v} == expected
+
+
+def _executions(samples: list[Sample]) -> list[Sample]:
+    return [s for s in samples if s.name == "cachegql_executions_total"]
 
 
 def test_operation_names_are_bounded(pages_ix: Path) -> None:
@@ -437,6 +474,9 @@ def test_two_workers_report_the_sum(pages_ix: Path, tmp_path: Path) -> None:
             cache = "cachegql_response_cache_requests_total"
             assert _value(samples, cache) == sent
             assert _value(samples, cache, result="miss") >= 2  # at least one per worker
+            misses = _value(samples, cache, result="miss")
+            executions = "cachegql_executions_total"
+            assert _value(samples, executions, execution="compiled") == misses
             assert _value(samples, "cachegql_index_specs") > 0
     finally:
         process.terminate()

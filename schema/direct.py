@@ -1,0 +1,306 @@
+"""Answers written straight to JSON by compiled plans, without the per-request machinery.
+
+On the stock path every request goes through strawberry's extension hooks (token limit,
+parser and validation caches, cost limit), graphql-core's execution context and result
+object, and then formatting. For a query the compiler covers (`compiled`), this does the
+per-document part once, keyed by the document's text and operation name: parsing within
+`MAX_TOKENS`, choosing the operation, validating it with strawberry's rules, compiling
+its plan. Each request then prices the operation (the cost limit, with the request's
+variables and the served index's bounds, exactly as `CostLimit` does), coerces its
+variables, runs the plan and writes `{"data": ...}` with orjson.
+
+Anything else is declined, with the reason, and the caller runs the stock path, which
+answers exactly as it always has, errors included. `EXECUTIONS` names the reasons.
+Documents over `MAX_PLANNED_CHARS` are not planned (the cache holds at most
+`PLAN_CACHE_SIZE` documents, so at most that many times this much text).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from threading import Lock
+from typing import Any
+
+import orjson
+from graphql import (
+    DocumentNode,
+    FragmentDefinitionNode,
+    GraphQLError,
+    GraphQLSchema,
+    OperationDefinitionNode,
+    parse,
+    specified_rules,
+)
+from graphql.execution.values import get_variable_values
+from graphql.validation import (
+    ASTValidationRule,
+    DeferStreamDirectiveLabel,
+    DeferStreamDirectiveOnRootField,
+    DeferStreamDirectiveOnValidOperationsRule,
+    FragmentsOnCompositeTypesRule,
+    KnownDirectivesRule,
+    KnownFragmentNamesRule,
+    NoFragmentCyclesRule,
+    NoUndefinedVariablesRule,
+    NoUnusedFragmentsRule,
+    NoUnusedVariablesRule,
+    PossibleFragmentSpreadsRule,
+    StreamDirectiveOnListField,
+    UniqueDirectivesPerLocationRule,
+    UniqueFragmentNamesRule,
+    UniqueVariableNamesRule,
+    VariablesAreInputTypesRule,
+    VariablesInAllowedPositionRule,
+)
+from strawberry.schema.schema import validate_document
+from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.types import ExecutionResult
+
+from cachegql.index import SizeBounds, size_bounds
+from cachegql.schema.compiled import Plan, compile_operation
+from cachegql.schema.context import Context
+from cachegql.schema.limits import MAX_TOKENS, price
+
+__all__ = [
+    "EXECUTIONS",
+    "MAX_PLANNED_CHARS",
+    "PLAN_CACHE_SIZE",
+    "STATS",
+    "Answer",
+    "DirectPath",
+]
+
+PLAN_CACHE_SIZE = 256
+MAX_PLANNED_CHARS = 64 * 1024
+EXECUTIONS = {
+    "compiled": "answered by its plan, written straight to JSON",
+    "uncovered": "not covered by the compiler (introspection, directives, ...): stock path",
+    "fallback": "its plan raised or met a value it does not complete: stock path",
+    "invalid": "failed before execution (parsing, validation, cost, variables): stock path",
+    "stock": "compiled plans are off: stock path",
+    "abandoned": "ran past its time budget and grace: answered QUERY_TOO_COMPLEX",
+}
+"""How an operation was executed, as counted in `/metrics` (`cachegql_executions_total`)."""
+STATS: Counter[str] = Counter()
+"""The executions of this process, by the names of `EXECUTIONS`."""
+RULES_NEEDING: tuple[tuple[tuple[str, ...], frozenset[type[ASTValidationRule]]], ...] = (
+    (
+        ("$",),
+        frozenset(
+            {
+                UniqueVariableNamesRule,
+                NoUndefinedVariablesRule,
+                NoUnusedVariablesRule,
+                VariablesAreInputTypesRule,
+                VariablesInAllowedPositionRule,
+            }
+        ),
+    ),
+    (
+        ("...", "fragment"),
+        frozenset(
+            {
+                UniqueFragmentNamesRule,
+                KnownFragmentNamesRule,
+                NoUnusedFragmentsRule,
+                PossibleFragmentSpreadsRule,
+                NoFragmentCyclesRule,
+                FragmentsOnCompositeTypesRule,
+            }
+        ),
+    ),
+    (
+        ("@",),
+        frozenset(
+            {
+                KnownDirectivesRule,
+                UniqueDirectivesPerLocationRule,
+                DeferStreamDirectiveLabel,
+                DeferStreamDirectiveOnRootField,
+                DeferStreamDirectiveOnValidOperationsRule,
+                StreamDirectiveOnListField,
+            }
+        ),
+    ),
+)
+"""Validation rules that can only report on variables, fragments or directives, with the
+text that each of those needs (`$`, `...` or `fragment`, `@`). A document without that
+text has none of them, and skipping these rules cannot change its verdict; it takes
+half the time of validating a document such as `bench/run.py`'s `selective_page`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """How one operation was answered: JSON bytes from a plan, or the stock path's result."""
+
+    execution: str
+    body: bytes | None = None
+    result: ExecutionResult | None = None
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """A document and operation, parsed and validated once; `plan` None when declined."""
+
+    execution: str
+    operation: OperationDefinitionNode | None = None
+    fragments: dict[str, FragmentDefinitionNode] | None = None
+    plan: Plan | None = None
+    within_cost: tuple[SizeBounds, int] | None = None
+    """The index bounds and page limit this operation, which has no variables, was last
+    priced within the cost limit with: its price cannot change until they do."""
+
+
+_INVALID = _Prepared("invalid")
+_UNCOVERED = _Prepared("uncovered")
+
+
+class DirectPath:
+    """The plans of recent documents, and how a request is answered by one."""
+
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        converter: GraphQLCoreConverter,
+        max_cost: int,
+        size: int = PLAN_CACHE_SIZE,
+    ) -> None:
+        self.schema = schema
+        self.converter = converter
+        self.max_cost = max_cost
+        self.size = size
+        self._prepared: OrderedDict[tuple[str, str | None], _Prepared] = OrderedDict()
+        self._lock = Lock()
+
+    def answer(
+        self,
+        query: str,
+        variables: dict[str, Any] | None,
+        operation_name: str | None,
+        context: Context,
+    ) -> Answer:
+        """The answer of a plan, or an `Answer` with no body saying why there is none."""
+        prepared = self._prepare(query, operation_name, variables, context)
+        if prepared.plan is None:
+            return _declined(prepared.execution)
+        assert prepared.operation is not None and prepared.fragments is not None
+        if not self._within_cost(prepared, variables, context):
+            return _declined("invalid")
+        coerced = get_variable_values(
+            self.schema, prepared.operation.variable_definitions or (), variables or {}
+        )
+        if isinstance(coerced, list):
+            return _declined("invalid")
+        data = _run_or_none(prepared.plan, context, coerced)
+        if data is None:
+            return _declined("fallback")
+        STATS["compiled"] += 1
+        return Answer("compiled", orjson.dumps({"data": data}))
+
+    def __len__(self) -> int:
+        return len(self._prepared)
+
+    def _prepare(
+        self,
+        query: str,
+        operation_name: str | None,
+        variables: dict[str, Any] | None,
+        context: Context,
+    ) -> _Prepared:
+        if len(query) > MAX_PLANNED_CHARS:
+            return _UNCOVERED
+        key = (query, operation_name)
+        with self._lock:
+            prepared = self._prepared.get(key)
+            if prepared is not None:
+                self._prepared.move_to_end(key)
+                return prepared
+        prepared = self._prepare_new(query, operation_name, variables, context)
+        if prepared is None:
+            return _INVALID  # not kept: a cost over the limit may depend on the variables
+        with self._lock:
+            self._prepared[key] = prepared
+            while len(self._prepared) > self.size:
+                self._prepared.popitem(last=False)
+        return prepared
+
+    def _prepare_new(
+        self,
+        query: str,
+        operation_name: str | None,
+        variables: dict[str, Any] | None,
+        context: Context,
+    ) -> _Prepared | None:
+        """Parse, price (before validation, as the stock path does), validate, compile."""
+        try:
+            # Without locations: a plan reports no errors (the stock path parses again).
+            document = parse(query, max_tokens=MAX_TOKENS, no_location=True)
+        except GraphQLError:
+            return _INVALID
+        operation = _operation(document, operation_name)
+        if operation is None:
+            return _INVALID
+        fragments = {
+            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+        }
+        prepared = _Prepared("compiled", operation, fragments)
+        if not self._within_cost(prepared, variables, context):
+            return None
+        if validate_document(self.schema, document, _rules(query)):
+            return _INVALID
+        query_type = self.schema.query_type
+        if query_type is None:
+            return _UNCOVERED
+        plan = compile_operation(query_type, operation, fragments, self.converter)
+        if plan is None:
+            return _UNCOVERED
+        return _Prepared("compiled", operation, fragments, plan)
+
+    def _within_cost(
+        self, prepared: _Prepared, variables: dict[str, Any] | None, context: Context
+    ) -> bool:
+        assert prepared.operation is not None and prepared.fragments is not None
+        limits = (size_bounds(context.store), context.max_first)
+        known = prepared.within_cost
+        if known is not None and known[0] is limits[0] and known[1] == limits[1]:
+            return True
+        measured = price(
+            self.schema, prepared.operation, prepared.fragments, variables or {}, *limits
+        )
+        within = measured.refusal(self.max_cost) is None
+        if within and not prepared.operation.variable_definitions:
+            prepared.within_cost = limits
+        return within
+
+
+def _operation(document: DocumentNode, name: str | None) -> OperationDefinitionNode | None:
+    """The operation to run: the one named, or the only one."""
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    if name is None:
+        return operations[0] if len(operations) == 1 else None
+    named = [o for o in operations if o.name is not None and o.name.value == name]
+    return named[0] if len(named) == 1 else None
+
+
+def _rules(query: str) -> tuple[type[ASTValidationRule], ...]:
+    """The validation rules that can report anything on `query` (`RULES_NEEDING`)."""
+    skipped: set[type[ASTValidationRule]] = set()
+    for markers, rules in RULES_NEEDING:
+        if not any(marker in query for marker in markers):
+            skipped |= rules
+    return tuple(rule for rule in specified_rules if rule not in skipped)
+
+
+def _declined(execution: str) -> Answer:
+    STATS[execution] += 1
+    return Answer(execution)
+
+
+def _run_or_none(plan: Plan, context: Context, variables: Any) -> dict[str, Any] | None:
+    """The plan's data, or None when it raised (the error is dropped with its frames: the
+    stock path reports its own)."""
+    try:
+        return plan.run(None, context, variables)
+    except Exception:
+        return None
