@@ -12,7 +12,7 @@ and what preparing a new document (parse, price, validate, plan) costs.
 from __future__ import annotations
 
 import argparse
-import gc
+import itertools
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import orjson
-from run import cachegql_queries, choose_parameters, quantiles, timed
+from run import cachegql_queries, choose_parameters, quantiles, settle, timed
 
 from cachegql.index import IndexStore
 from cachegql.schema import COMPILED_STATS, CachegqlSchema, Context, build_schema
@@ -37,11 +37,14 @@ def as_json(schema: CachegqlSchema, query: str, store: IndexStore) -> bytes:
 
 def preparation(schema: CachegqlSchema, queries: dict[str, str], store: IndexStore) -> None:
     """A new document's first answer less a prepared one's: parse, price, validate, plan."""
+    numbers = itertools.count()
     for name, query in queries.items():
-        # New text each run (a comment), so that nothing is cached.
-        first = quantiles(
-            timed(lambda n=iter(range(10**9)), q=query: as_json(schema, f"{q} #{next(n)}", store))
-        )
+
+        def new(query: str = query) -> bytes:
+            # New text each run (a comment), so that nothing is cached.
+            return as_json(schema, f"{query} #{next(numbers)}", store)
+
+        first = quantiles(timed(new))
         again = quantiles(timed(lambda q=query: as_json(schema, q, store)))
         print(
             f"preparing {name:22} median {first['median_ms'] - again['median_ms']:7.3f} ms "
@@ -56,8 +59,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("queries", nargs="*", help="names from bench/run.py (default: all)")
     args = parser.parse_args(argv)
     store = IndexStore(args.index)
-    gc.collect()
-    gc.freeze()
+    settle()
     queries = cachegql_queries(choose_parameters(store))
     names = args.queries or list(queries)
     for label, compiled in (("graphql-core", False), ("compiled", True)):

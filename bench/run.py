@@ -33,6 +33,11 @@ from typing import Any
 from cachegql.index import IndexStore
 from cachegql.schema import Context, build_schema
 
+try:  # older checkouts (run with their own Python to compare) keep Python's default
+    from cachegql.server.holder import FULL_COLLECTION_THRESHOLD
+except ImportError:
+    FULL_COLLECTION_THRESHOLD = gc.get_threshold()[2]
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
 
 from machine import machine
@@ -230,11 +235,18 @@ def timed(call: Callable[[], Any], min_runs: int = 100, min_seconds: float = 1.0
     return samples
 
 
+def settle() -> None:
+    """The garbage collector as the server sets it after loading an index."""
+    gc.collect()
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTION_THRESHOLD)
+
+
 def in_process(index: Path, report: Report) -> dict[str, str]:
     """GraphQL execution in this process: no HTTP, each query with a fresh context."""
     store = IndexStore(index)
-    gc.collect()
-    gc.freeze()  # as the server does after loading an index
+    settle()
     schema = build_schema()
     parameters = choose_parameters(store)
     queries = cachegql_queries(parameters)
@@ -515,8 +527,7 @@ def mirror_phase(report: Report, specs: int, packages: int, seed: int) -> None:
     }
     log(f"mirror build: {report.mirror['build']}")
     store = IndexStore(out)
-    gc.collect()
-    gc.freeze()
+    settle()
     schema = build_schema()
     facets = f"facets {{ {SMALL_FACETS} }}"
     queries = {
