@@ -192,11 +192,11 @@ class DirectPath:
         )
         if isinstance(coerced, list):
             return _declined("invalid")
-        data = _run_or_none(prepared.plan, context, coerced)
-        if data is None:
+        body = _json_or_none(prepared.plan, context, coerced)
+        if body is None:
             return _declined("fallback")
         STATS["compiled"] += 1
-        return Answer("compiled", orjson.dumps({"data": data}))
+        return Answer("compiled", body)
 
     def __len__(self) -> int:
         return len(self._prepared)
@@ -297,10 +297,10 @@ def _declined(execution: str) -> Answer:
     return Answer(execution)
 
 
-def _run_or_none(plan: Plan, context: Context, variables: Any) -> dict[str, Any] | None:
-    """The plan's data, or None when it raised (the error is dropped with its frames: the
-    stock path reports its own)."""
+def _json_or_none(plan: Plan, context: Context, variables: Any) -> bytes | None:
+    """The plan's answer as JSON, or None when running or writing it raised (the error is
+    dropped with its frames: the stock path reports its own)."""
     try:
-        return plan.run(None, context, variables)
+        return orjson.dumps({"data": plan.run(None, context, variables)})
     except Exception:
         return None
