@@ -13,7 +13,7 @@ nowhere deeper. Inside, by concern:
 - `build.py`: `cachegql index` from sources to a published build.
 """
 
-from cachegql.index.budget import OverBudgetError, deadline
+from cachegql.index.budget import OverBudgetError, deadline, renewed
 from cachegql.index.build import BuildError, BuildReport, build_index
 from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import FORMAT_VERSION
@@ -109,6 +109,7 @@ __all__ = [
     "format_spec",
     "normalize_prefix",
     "parse_variant_constraint",
+    "renewed",
     "shorten",
     "size_bounds",
     "stack",

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-__all__ = ["OverBudgetError", "check", "deadline", "remaining"]
+__all__ = ["OverBudgetError", "check", "deadline", "remaining", "renewed"]
 
 _deadline: ContextVar[tuple[float, float] | None] = ContextVar("cachegql_deadline", default=None)
 
@@ -38,6 +38,15 @@ def deadline(seconds: float | None) -> Iterator[None]:
         yield
     finally:
         _deadline.reset(token)
+
+
+@contextlib.contextmanager
+def renewed() -> Iterator[None]:
+    """The current deadline started again: work in this block gets the whole budget
+    again (none is set where none was)."""
+    current = _deadline.get()
+    with deadline(None if current is None else current[1]):
+        yield
 
 
 def check() -> None:

@@ -7,6 +7,7 @@ server to decide: it passes a `Runner` to `build_schema`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -18,7 +19,7 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from cachegql.index import OverBudgetError
+from cachegql.index import OverBudgetError, renewed
 from cachegql.schema.context import Context
 from cachegql.schema.direct import Answer, DirectPath
 from cachegql.schema.errors import QUERY_TOO_COMPLEX, classify
@@ -97,21 +98,21 @@ class CachegqlSchema(strawberry.Schema):
     ) -> Answer:
         """The answer of the operation's plan as JSON; else the stock path's result, with
         why the plan did not answer (`direct.EXECUTIONS`)."""
-        execution = "stock"
+        answer = Answer("stock")
         allowed = allowed_operation_types is None or OperationType.QUERY in allowed_operation_types
         if self.direct is not None and context is not None and allowed:
             answer = self.direct.answer(query, variables, operation_name, context)
             if answer.body is not None:
                 return answer
-            execution = answer.execution
-        result = self.execute_sync(
-            query,
-            variable_values=variables,
-            context_value=context,
-            operation_name=operation_name,
-            allowed_operation_types=allowed_operation_types,
-        )
-        return Answer(execution, result=result)
+        with renewed() if answer.renew_budget else contextlib.nullcontext():
+            result = self.execute_sync(
+                query,
+                variable_values=variables,
+                context_value=context,
+                operation_name=operation_name,
+                allowed_operation_types=allowed_operation_types,
+            )
+        return Answer(answer.execution, result=result)
 
     async def execute(
         self,

@@ -38,6 +38,7 @@ from graphql import (
     OperationDefinitionNode,
     OperationType,
     SelectionSetNode,
+    Undefined,
     ValueNode,
     VariableNode,
 )
@@ -218,15 +219,20 @@ class _Compiler:
 
 
 def _leaf(serialize: Callable[[Any], Any], required: bool) -> Complete:
-    if required:
+    """Completes a leaf: graphql-core's error, should serialize give nothing, is the stock
+    path's to write."""
 
-        def non_null(value: Any, _run: _Run) -> Any:
-            if value is None:
+    def leaf(value: Any, _run: _Run) -> Any:
+        if value is None:
+            if required:
                 raise _FallbackError
-            return serialize(value)
+            return None
+        serialized = serialize(value)
+        if serialized is None or serialized is Undefined:
+            raise _FallbackError
+        return serialized
 
-        return non_null
-    return lambda value, _run: None if value is None else serialize(value)
+    return leaf
 
 
 def _constant(value: Any) -> Resolve:
@@ -291,7 +297,9 @@ def _direct_call(
     info_class = converter.config.info_class
 
     def call(source: Any, run: _Run, arguments: dict[str, Any]) -> Any:
-        kwargs = dict(arguments)  # a copy: fixed arguments serve every run
+        # A copy: fixed arguments serve every run (and thread). The values themselves are
+        # shared too, so resolvers read their arguments and never change them.
+        kwargs = dict(arguments)
         for name in sources:
             kwargs[name] = source
         if info is not None:

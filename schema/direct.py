@@ -57,7 +57,7 @@ from strawberry.schema.schema import validate_document
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types import ExecutionResult
 
-from cachegql.index import SizeBounds, size_bounds
+from cachegql.index import OverBudgetError, SizeBounds, size_bounds
 from cachegql.schema.compiled import Plan, compile_operation
 from cachegql.schema.context import Context
 from cachegql.schema.limits import MAX_TOKENS, price
@@ -137,6 +137,9 @@ class Answer:
     execution: str
     body: bytes | None = None
     result: ExecutionResult | None = None
+    renew_budget: bool = False
+    """The plan spent part of the time budget and failed for another reason: the stock
+    path gets the whole budget again (`index.renewed`), as it would have had alone."""
 
 
 @dataclass(slots=True)
@@ -192,9 +195,14 @@ class DirectPath:
         )
         if isinstance(coerced, list):
             return _declined("invalid")
-        body = _json_or_none(prepared.plan, context, coerced)
-        if body is None:
+        try:
+            body = orjson.dumps({"data": prepared.plan.run(None, context, coerced)})
+        except OverBudgetError:
+            # Out of time: the stock path meets the same passed deadline, and says so.
             return _declined("fallback")
+        except Exception:
+            # Dropped with its frames: the stock path reports its own error.
+            return _declined("fallback", renew_budget=True)
         STATS["compiled"] += 1
         return Answer("compiled", body)
 
@@ -292,15 +300,6 @@ def _rules(query: str) -> tuple[type[ASTValidationRule], ...]:
     return tuple(rule for rule in specified_rules if rule not in skipped)
 
 
-def _declined(execution: str) -> Answer:
+def _declined(execution: str, renew_budget: bool = False) -> Answer:
     STATS[execution] += 1
-    return Answer(execution)
-
-
-def _json_or_none(plan: Plan, context: Context, variables: Any) -> bytes | None:
-    """The plan's answer as JSON, or None when running or writing it raised (the error is
-    dropped with its frames: the stock path reports its own)."""
-    try:
-        return orjson.dumps({"data": plan.run(None, context, variables)})
-    except Exception:
-        return None
+    return Answer(execution, renew_budget=renew_budget)

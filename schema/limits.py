@@ -185,11 +185,19 @@ def price(
     bounds: SizeBounds,
     max_first: int = DEFAULT_MAX_FIRST,
 ) -> Price:
-    """The price of `operation` with these variable values, over an index of `bounds`."""
+    """The price of `operation` with these variable values (a variable not given has its
+    default, as at run time), over an index of `bounds`."""
     root = schema.query_type
     if root is None or operation.operation.value != "query":
         return Price(0, 0, 0)
     walk = _Walk(schema, fragments, variables, bounds, max_first)
+    defaults = {
+        definition.variable.name.value: walk.value(definition.default_value)
+        for definition in operation.variable_definitions or ()
+        if definition.default_value is not None and definition.variable.name.value not in variables
+    }
+    if defaults:
+        walk.variables = {**defaults, **variables}
     cost, depth = walk.selection_set(operation.selection_set, root, 1, frozenset())
     return Price(cost, depth, walk.introspection_depth)
 

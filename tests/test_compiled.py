@@ -8,6 +8,7 @@ module checks which operations a plan answers, which it leaves to the stock path
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -213,6 +214,23 @@ def test_a_plan_cut_by_the_time_budget_fails_as_the_stock_path(pair: Pair) -> No
     assert stock.errors and answer.result.errors
     assert [e.formatted for e in answer.result.errors] == [e.formatted for e in stock.errors]
     assert stock.errors[0].extensions == {"code": "QUERY_TOO_COMPLEX"}
+
+
+def test_a_plan_failing_late_leaves_the_stock_path_its_whole_budget(pair: Pair) -> None:
+    """The budget is spent (as by a long plan) when the plan meets a user error: the
+    stock path still gets a budget of its own, and answers as it answers alone."""
+    query = '{ z: spec(hash: "0") { hash } s: specs(search: "zlib") { totalCount } }'
+    with deadline(0.2):
+        time.sleep(0.25)
+        answer = pair.compiled.answer_sync(query, None, Context(pair.store))
+    with deadline(0.2):
+        stock = pair.stock.execute_sync(query, context_value=Context(pair.store))
+    assert answer.execution == "fallback" and answer.result is not None
+    assert stock.data and stock.data["s"]["totalCount"] > 0
+    assert answer.result.data == stock.data
+    assert [e.formatted for e in answer.result.errors or ()] == [
+        e.formatted for e in stock.errors or ()
+    ]
 
 
 def test_plans_are_kept_in_a_bounded_cache(pair: Pair) -> None:

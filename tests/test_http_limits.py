@@ -226,7 +226,8 @@ def test_a_query_over_its_time_budget_is_stopped_with_a_code(pages_index: Path) 
 
 def test_work_that_does_not_stop_itself_is_abandoned_after_the_grace() -> None:
     """An operation that never checks its deadline (here: it sleeps) is given up when the
-    budget and the grace period are spent; its thread finishes alone."""
+    budget (twice: see server/offload.py) and the grace period are spent; its thread
+    finishes alone."""
     from cachegql.index import OverBudgetError
     from cachegql.server.offload import GRACE_SECONDS, Offloader
 

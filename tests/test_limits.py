@@ -105,6 +105,13 @@ def test_first_from_a_variable_is_its_value_or_the_cap(pages_index: Path) -> Non
     assert _cost(pages_index, query) == _cost(pages_index, query, n=20)
 
 
+def test_a_variable_not_given_is_priced_at_its_default(pages_index: Path) -> None:
+    """As it runs: a default of 100 is not priced as the argument's 20."""
+    query = "query($n: Int = 100) { specs(first: $n) { nodes { hash } } }"
+    assert _cost(pages_index, query) == _cost(pages_index, query, n=100)
+    assert _cost(pages_index, query, n=5) < _cost(pages_index, query)
+
+
 @pytest.mark.parametrize(
     "query",
     [
