@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import os
 import resource
@@ -33,10 +32,10 @@ from typing import Any
 from cachegql.index import IndexStore
 from cachegql.schema import Context, build_schema
 
-try:  # older checkouts (run with their own Python to compare) keep Python's default
-    from cachegql.server.holder import FULL_COLLECTION_THRESHOLD
+try:  # older checkouts (run with their own Python to compare) have it private
+    from cachegql.server.holder import settle
 except ImportError:
-    FULL_COLLECTION_THRESHOLD = gc.get_threshold()[2]
+    from cachegql.server.holder import _settle as settle
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
 
@@ -235,18 +234,10 @@ def timed(call: Callable[[], Any], min_runs: int = 100, min_seconds: float = 1.0
     return samples
 
 
-def settle() -> None:
-    """The garbage collector as the server sets it after loading an index."""
-    gc.collect()
-    gc.freeze()
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, FULL_COLLECTION_THRESHOLD)
-
-
 def in_process(index: Path, report: Report) -> dict[str, str]:
     """GraphQL execution in this process: no HTTP, each query with a fresh context."""
     store = IndexStore(index)
-    settle()
+    settle()  # the collector as the server sets it after loading an index
     schema = build_schema()
     parameters = choose_parameters(store)
     queries = cachegql_queries(parameters)

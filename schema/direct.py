@@ -260,10 +260,9 @@ class DirectPath:
         query_type = self.schema.query_type
         if query_type is None:
             return _UNCOVERED
-        plan = compile_operation(query_type, operation, fragments, self.converter)
-        if plan is None:
-            return _UNCOVERED
-        return _Prepared("compiled", operation, fragments, plan)
+        prepared.plan = compile_operation(query_type, operation, fragments, self.converter)
+        # Kept with its price: a first answer is not priced again.
+        return _UNCOVERED if prepared.plan is None else prepared
 
     def _within_cost(
         self, prepared: _Prepared, variables: dict[str, Any] | None, context: Context

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cachegql.index import IndexLoadError, IndexStore
 
-__all__ = ["IndexHolder"]
+__all__ = ["IndexHolder", "settle"]
 
 logger = logging.getLogger("cachegql.server")
 
@@ -40,7 +40,7 @@ class IndexHolder:
         """...until then (`time.monotonic`)."""
         self._reported: set[Path] = set()
         """Files of the served build already reported as changed."""
-        _settle()
+        settle()
 
     def reload_if_changed(self) -> bool:
         """Open the build `path` now points to, if it changed; keep the old one on failure."""
@@ -68,7 +68,7 @@ class IndexHolder:
             )
             self._refuse(folder)
             return False
-        _settle()
+        settle()
         # Requests already running keep the old store; it holds no reference cycle, so it
         # is freed by reference counting when the last of them finishes.
         self.store = store
@@ -125,7 +125,7 @@ def _ignore(ok: bool) -> None:
     pass
 
 
-def _settle() -> None:
+def settle() -> None:
     """Move what was just loaded out of the garbage collector's sight.
 
     The index's long-lived objects would otherwise be scanned by every full collection:
