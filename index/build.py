@@ -16,6 +16,7 @@ from cachegql.index.ingest import (
     Ingested,
     Opener,
     Reader,
+    SourceLimits,
     ingest_plan,
     plan_sources,
 )
@@ -61,6 +62,7 @@ def build_index(
     tag: str | None = None,
     stack: str = DEFAULT_STACK,
     reader: Reader | None = None,
+    limits: SourceLimits | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     lock_timeout: float = publish.LOCK_TIMEOUT,
     on_wait: Callable[[str], None] | None = None,
@@ -68,14 +70,21 @@ def build_index(
     """Build an index of `sources` and publish it at `out`; raise before publishing on failure.
 
     `tag` and `stack` place a lone build cache (an index file or mirror); `reader` reads
-    the http(s) URLs among the sources. One build of `out` runs at a time: this one
+    the http(s) URLs among the sources, within `limits` (see SourceLimits: also the bounds
+    on listings and compressed blobs, for any source). One build of `out` runs at a time: this one
     waits up to `lock_timeout` seconds for another to end, telling `on_wait` first.
     Whether `out` can be written is checked before the sources are read.
     """
     with publish.staged(out, lock_timeout=lock_timeout, on_wait=on_wait) as staging:
         started = time.perf_counter()  # the build's own time, not its wait for the lock
         ingested = _ingest(
-            sources, strict=strict, tag=tag, stack=stack, reader=reader, on_progress=on_progress
+            sources,
+            strict=strict,
+            tag=tag,
+            stack=stack,
+            reader=reader,
+            limits=limits,
+            on_progress=on_progress,
         )
         folder = _write_and_publish(ingested, staging, sources)
     return BuildReport(
@@ -99,10 +108,11 @@ def _ingest(
     tag: str | None,
     stack: str,
     reader: Reader | None,
+    limits: SourceLimits | None,
     on_progress: Callable[[int, int], None] | None,
 ) -> Ingested:
     """Read the sources into records; raise BuildError if they hold no spec."""
-    opener = Opener(reader)
+    opener = Opener(reader, limits)
     plan = plan_sources(sources, opener=opener, tag=tag, stack=stack)
     total = len(plan.candidates) + len(plan.caches)
     done = 0

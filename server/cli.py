@@ -9,12 +9,16 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from cachegql.server.version import VERSION
+
+if TYPE_CHECKING:
+    from cachegql.index import SourceLimits
 
 __all__ = ["main"]
 
@@ -173,8 +177,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     index.add_argument("--quiet", "-q", action="store_true", help="print only the summary line")
     index.add_argument(
-        "--verbose", "-v", action="store_true", help="also list files skipped as not pages"
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="also list files skipped as not pages, and each redirect followed",
     )
+    _add_source_limits(index)
     index.set_defaults(run=_index)
 
     serve = commands.add_parser(
@@ -311,6 +319,75 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_source_limits(index: argparse.ArgumentParser) -> None:
+    """The flags of `LIMITS`, each with its default from `SourceLimits`."""
+    from cachegql.index import LIMITS, SourceLimits
+
+    group = index.add_argument_group(
+        "source limits", "what one source may cost (README: Index a Spack mirror)"
+    )
+    defaults = SourceLimits()
+    for limit in LIMITS:
+        default = getattr(defaults, limit.field)
+        group.add_argument(
+            limit.flag,
+            dest=limit.field,
+            type=_size if limit.field == "max_bytes" else _positive(type(default)),
+            default=None,
+            metavar=limit.metavar,
+            help=f"{limit.help} (default {_shown(default)})",
+        )
+
+
+def _shown(value: float) -> str:
+    if isinstance(value, int) and value >= 1 << 20 and value % (1 << 20) == 0:
+        return f"{value >> 20:,} MiB" if value % (1 << 30) else f"{value >> 30:,} GiB"
+    return f"{value:,g}"
+
+
+def _source_limits(args: argparse.Namespace) -> SourceLimits:
+    from cachegql.index import LIMITS, SourceLimits
+
+    given = {limit.field: getattr(args, limit.field) for limit in LIMITS}
+    return SourceLimits(**{name: value for name, value in given.items() if value is not None})
+
+
+_UNITS = {"": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "mb": 10**6, "mib": 1 << 20}
+_UNITS |= {"gb": 10**9, "gib": 1 << 30}
+
+
+def _size(text: str) -> int:
+    """A size in bytes: `1073741824`, `1GiB`, `500MB`, `64KiB`."""
+    digits = text.strip().rstrip("bBiIkKmMgG")
+    unit = text.strip()[len(digits) :].lower()
+    try:
+        size = int(float(digits) * _UNITS[unit])
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size: give bytes, or a number with KB, MB, GB, KiB, MiB or GiB"
+        ) from None
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be positive")
+    return size
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be positive")
+        return value
+
+    return parse
+
+
+def _tell_redirect(hop: str) -> None:
+    print(f"redirect: {hop}", file=sys.stderr)
+
+
 def _index(args: argparse.Namespace) -> int:
     from cachegql.index import BuildError, PublishError, SourceError, StrictModeError, build_index
     from cachegql.server.default_data import cache_folder
@@ -318,10 +395,13 @@ def _index(args: argparse.Namespace) -> int:
     from cachegql.server.progress import ProgressBar, download_bar
 
     progress = None if args.quiet else ProgressBar("reading sources")
+    limits = _source_limits(args)
     reader = HttpReader(
         cache_folder() / "fetch",
         timeout=args.timeout,
+        limits=limits,
         progress=None if args.quiet else download_bar,
+        on_redirect=_tell_redirect if args.verbose and not args.quiet else None,
     )
     published = _link(args.out)
     try:
@@ -333,6 +413,7 @@ def _index(args: argparse.Namespace) -> int:
                 tag=args.tag,
                 stack=args.stack,
                 reader=reader,
+                limits=limits,
                 on_progress=progress,
                 lock_timeout=args.lock_timeout,
                 on_wait=None if args.quiet else _tell,

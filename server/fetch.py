@@ -1,7 +1,10 @@
 """Reading remote sources for `cachegql index`: the index's `Reader` over HTTP.
 
 Timeouts and retries of transient failures (connection errors, timeouts, 429 and 5xx);
-a cache on disk so that re-indexing an unchanged mirror downloads next to nothing:
+every read within the source limits (index/ingest/limits.py: body size after
+decompression, expansion ratio, total time, redirects, reads in flight), redirects
+followed by hand so that none leads off the network or from https to http; a cache on
+disk so that re-indexing an unchanged mirror downloads next to nothing:
 bodies are revalidated with their ETag (`If-None-Match`, 304), and blobs whose checksum
 is known in advance (a v2 index given by its `.hash`, a v3 blob named by its checksum)
 are not requested at all when a copy with that checksum is cached.
@@ -11,23 +14,30 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urljoin
 
 import httpx
 
-from cachegql.index import NotFoundError, ReadError
+from cachegql.index import LIMITS, NotFoundError, ReadError, SourceLimits, over_limit
 
 __all__ = ["HttpReader"]
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+LIMIT_FLAGS = {limit.field: limit.flag for limit in LIMITS}
 CHUNK = 1 << 16
 Progress = Callable[[int, int], None]
 
 
 class HttpReader:
-    """Reads http(s) URLs; every failure is a ReadError naming the URL and the status."""
+    """Reads http(s) URLs; every failure is a ReadError naming the URL and the status.
+
+    `on_redirect` is told of each redirect followed (`cachegql index --verbose`).
+    """
 
     def __init__(
         self,
@@ -36,17 +46,19 @@ class HttpReader:
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 0.5,
+        limits: SourceLimits | None = None,
         progress: Callable[[str], Progress] | None = None,
+        on_redirect: Callable[[str], None] | None = None,
     ) -> None:
         self.cache = cache
+        self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.limits = limits or SourceLimits()
         self.progress = progress
-        self.client = httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            follow_redirects=True,
-            headers={"user-agent": "cachegql"},
-        )
+        self.on_redirect = on_redirect
+        self._in_flight = threading.BoundedSemaphore(self.limits.max_fetches)
+        self.client = httpx.Client(follow_redirects=False, headers={"user-agent": "cachegql"})
         self.downloaded = 0  # bytes received, for the summary and for tests
 
     def close(self) -> None:
@@ -83,56 +95,123 @@ class HttpReader:
 
     def _get(self, url: str, etag: str | None) -> bytes | None:
         """The body at `url`, or None for a 304 to `etag`; retries transient failures."""
-        headers = {"if-none-match": etag} if etag else {}
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
-            try:
-                with self.client.stream("GET", url, headers=headers) as response:
-                    if response.status_code == 304 and etag:
-                        return None
-                    if response.status_code == 404:
-                        raise NotFoundError(f"{url}: HTTP 404 Not Found")
-                    if response.status_code in RETRIED_STATUSES and not last:
-                        self._pause(attempt)
-                        continue
-                    if response.status_code != 200:
+        deadline = time.monotonic() + self.limits.max_seconds
+        with self._in_flight:
+            for attempt in range(self.retries + 1):
+                last = attempt == self.retries
+                try:
+                    with self._follow(url, etag, deadline) as response:
+                        if response.status_code == 304 and etag:
+                            return None
+                        if response.status_code == 404:
+                            raise NotFoundError(f"{url}: HTTP 404 Not Found")
+                        if response.status_code in RETRIED_STATUSES and not last:
+                            self._pause(url, attempt, deadline)
+                            continue
+                        if response.status_code != 200:
+                            raise ReadError(
+                                f"{url}: HTTP {response.status_code} {response.reason_phrase}"
+                                + (f" (after {attempt + 1} attempts)" if attempt else "")
+                            )
+                        body = self._body(url, response, deadline)
+                except httpx.TimeoutException as exc:
+                    self._over_time(url, deadline)
+                    if last:
                         raise ReadError(
-                            f"{url}: HTTP {response.status_code} {response.reason_phrase}"
-                            + (f" (after {attempt + 1} attempts)" if attempt else "")
-                        )
-                    body = self._body(url, response)
-            except httpx.TimeoutException as exc:
-                if last:
-                    raise ReadError(
-                        f"{url}: timed out ({type(exc).__name__}) after {attempt + 1} attempts"
-                    ) from None
-                self._pause(attempt)
-                continue
-            except httpx.TransportError as exc:
-                if last:
-                    raise ReadError(f"{url}: cannot connect ({exc})") from None
-                self._pause(attempt)
-                continue
-            self._remember(url, response.headers.get("etag"), body)
-            return body
+                            f"{url}: timed out ({type(exc).__name__}) after {attempt + 1} attempts"
+                        ) from None
+                    self._pause(url, attempt, deadline)
+                    continue
+                except httpx.RemoteProtocolError as exc:
+                    if last:
+                        raise ReadError(
+                            f"{url}: the server broke off the answer ({exc}) "
+                            f"after {attempt + 1} attempts"
+                        ) from None
+                    self._pause(url, attempt, deadline)
+                    continue
+                except httpx.TransportError as exc:
+                    if last:
+                        raise ReadError(f"{url}: cannot connect ({exc})") from None
+                    self._pause(url, attempt, deadline)
+                    continue
+                self._remember(url, response.headers.get("etag"), body)
+                return body
         raise ReadError(f"{url}: no answer")  # not reached: the last attempt returns or raises
 
-    def _body(self, url: str, response: httpx.Response) -> bytes:
-        total = int(response.headers.get("content-length") or 0)
+    @contextmanager
+    def _follow(self, url: str, etag: str | None, deadline: float) -> Iterator[httpx.Response]:
+        """The answer to GET `url`, redirects followed within the limits and origin rules."""
+        headers = {"if-none-match": etag} if etag else {}
+        current = url
+        for hop in range(self.limits.max_redirects + 1):
+            timeout = self._timeout(url, deadline)
+            with self.client.stream("GET", current, headers=headers, timeout=timeout) as response:
+                if not response.has_redirect_location:
+                    yield response
+                    return
+                target = urljoin(current, response.headers["location"])
+                refused = _refused_redirect(current, target)
+                if refused is not None:
+                    raise ReadError(f"{url}: redirected to {_short(target)}: {refused}")
+                if hop == self.limits.max_redirects:
+                    raise ReadError(
+                        f"{url}: more than {self.limits.max_redirects} redirects "
+                        f"({LIMIT_FLAGS['max_redirects']}), the last to {_short(target)}; "
+                        "not followed"
+                    )
+                if self.on_redirect is not None:
+                    self.on_redirect(f"{current} -> {target} ({response.status_code})")
+                current = target
+
+    def _timeout(self, url: str, deadline: float) -> httpx.Timeout:
+        """This client's timeouts, cut to the time left of the read's whole budget."""
+        left = self._over_time(url, deadline)
+        return httpx.Timeout(min(self.timeout, left), connect=min(self.timeout, 10.0, left))
+
+    def _over_time(self, url: str, deadline: float) -> float:
+        """The seconds left before `deadline`; ReadError when none are."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise self._out_of_time(url)
+        return left
+
+    def _out_of_time(self, url: str) -> ReadError:
+        return ReadError(
+            f"{url}: not read within {self.limits.max_seconds:g} s "
+            f"({LIMIT_FLAGS['max_seconds']}); given up"
+        )
+
+    def _body(self, url: str, response: httpx.Response, deadline: float) -> bytes:
+        declared = response.headers.get("content-length", "")
+        total = int(declared) if declared.isdigit() else 0
+        if total > self.limits.max_bytes:
+            raise ReadError(
+                f"{url}: announces a body of {total:,} bytes, larger than "
+                f"{self.limits.max_bytes:,} bytes ({LIMIT_FLAGS['max_bytes']}); not read"
+            )
+        encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
         show = self.progress(url.rsplit("/", 1)[-1] or url) if self.progress else None
         chunks, received = [], 0
         for chunk in response.iter_bytes(CHUNK):
             chunks.append(chunk)
             received += len(chunk)
+            downloaded = response.num_bytes_downloaded if encoded else None
+            if (why := over_limit(received, downloaded, self.limits)) is not None:
+                raise ReadError(f"{url}: the body is {why}; not read")
+            self._over_time(url, deadline)
             if show is not None:
                 show(received, max(total, received))
         if show is not None:
             show(received, received)
-        self.downloaded += received
+        self.downloaded += response.num_bytes_downloaded
         return b"".join(chunks)
 
-    def _pause(self, attempt: int) -> None:
-        time.sleep(self.backoff * (2**attempt))
+    def _pause(self, url: str, attempt: int, deadline: float) -> None:
+        pause = self.backoff * (2**attempt)
+        if time.monotonic() + pause >= deadline:  # no time left for another attempt
+            raise self._out_of_time(url)
+        time.sleep(pause)
 
     def _entry(self, url: str) -> Path | None:
         if self.cache is None:
@@ -151,6 +230,20 @@ class HttpReader:
         if self.cache is None or len(sha256) != 64:
             return None
         return self.cache / "blobs" / sha256.lower()
+
+
+def _refused_redirect(origin: str, target: str) -> str | None:
+    """Why a redirect from `origin` to `target` is not followed; None if it is."""
+    scheme = target.split(":", 1)[0].lower() if ":" in target else ""
+    if scheme not in ("http", "https"):
+        return "not a network location (only http and https are followed); not followed"
+    if scheme == "http" and origin.lower().startswith("https:"):
+        return "from https to plain http (a downgrade); not followed"
+    return None
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 def _read_text(path: Path) -> str | None:

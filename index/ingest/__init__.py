@@ -9,30 +9,45 @@ from cachegql.index.ingest.ingest import (
     ingest_plan,
     plan_sources,
 )
-from cachegql.index.ingest.locations import Location, NotFoundError, Opener, Reader, ReadError
+from cachegql.index.ingest.limits import LIMITS, Limit, SourceLimits, over_limit
+from cachegql.index.ingest.locations import (
+    NETWORK_SCHEMES,
+    Location,
+    NotFoundError,
+    Opener,
+    OriginError,
+    Reader,
+    ReadError,
+)
 from cachegql.index.ingest.pages import NotAPageError, Page, PageError, parse_page, read_page
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
 from cachegql.index.ingest.tables import TagTable
 
 __all__ = [
     "DEFAULT_STACK",
+    "LIMITS",
+    "NETWORK_SCHEMES",
     "Candidate",
     "Ingested",
+    "Limit",
     "Location",
     "NotAPageError",
     "NotFoundError",
     "Opener",
+    "OriginError",
     "Page",
     "PageError",
     "ReadError",
     "Reader",
     "SourceError",
+    "SourceLimits",
     "StrictModeError",
     "TagGraph",
     "TagTable",
     "ingest",
     "ingest_plan",
     "iter_candidates",
+    "over_limit",
     "parse_page",
     "plan_sources",
     "read_page",

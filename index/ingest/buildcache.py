@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import gzip
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +26,8 @@ from typing import Any
 import orjson
 
 from cachegql.index.ingest.files import read_regular, reason
+from cachegql.index.ingest.inflate import gunzip
+from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.spackdb import (
     SUPPORTED_DB_VERSIONS,
@@ -164,7 +165,7 @@ def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> bytes:
         )
     blob = root.join("blobs", algorithm, checksum[:2], checksum)
     data = opener.read_verified(blob, checksum)
-    return gzip.decompress(data) if data[:2] == _GZIP_MAGIC else data
+    return gunzip(data, str(blob), opener.limits) if data[:2] == _GZIP_MAGIC else data
 
 
 def _tarball_sizes(specs: Location) -> tuple[dict[str, int], list[Problem]]:
@@ -269,12 +270,25 @@ def is_listing(document: object) -> bool:
     )
 
 
-def read_listing(data: bytes, location: Location) -> tuple[list[ListingEntry], list[Problem]]:
-    """The entries of a listing, their urls resolved against the listing's location."""
+def read_listing(
+    data: bytes, location: Location, max_entries: int | None = None
+) -> tuple[list[ListingEntry], list[Problem]]:
+    """The entries of a listing, their urls resolved against the listing's location.
+
+    An entry the origin rules refuse (a local file named by a listing read from the
+    network) is a problem, never read; a listing of more than `max_entries` is refused.
+    """
     document = _json(data, str(location))
     if not is_listing(document):
         raise SourceFormatError(
             'not a cache listing: expected {"<tag>": [{"label": ..., "url": ...}, ...]}'
+        )
+    named = sum(len(items) for items in document.values())
+    max_entries = SourceLimits().max_listing_entries if max_entries is None else max_entries
+    if named > max_entries:
+        raise SourceFormatError(
+            f"the listing names {named:,} stacks, over the limit of {max_entries:,} "
+            f"({flag_of('max_listing_entries')}); skipped whole"
         )
     entries, problems = [], []
     for tag, items in document.items():
@@ -289,7 +303,12 @@ def read_listing(data: bytes, location: Location) -> tuple[list[ListingEntry], l
                     )
                 )
                 continue
-            entries.append(ListingEntry(str(tag), label, location.sibling(url)))
+            try:
+                entries.append(ListingEntry(str(tag), label, location.sibling(url)))
+            except ReadError as exc:
+                problems.append(
+                    Problem(str(location), f"entry {label!r} of tag {tag!r} skipped: {exc}")
+                )
     return entries, problems
 
 
@@ -304,4 +323,11 @@ def _json(data: bytes, source: str) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise SourceFormatError(f"{source}: not valid JSON ({exc})") from None
+        raise SourceFormatError(f"{source}: {json_error(exc)}") from None
+
+
+def json_error(error: orjson.JSONDecodeError) -> str:
+    """What is wrong with a JSON document, the depth limit said as one."""
+    if "recursion" in str(error).lower():
+        return f"not valid JSON: nested deeper than {JSON_MAX_DEPTH:,} levels"
+    return f"not valid JSON ({error})"

@@ -22,6 +22,7 @@ from cachegql.index.ingest.buildcache import (
     ListingEntry,
     cache_data,
     is_listing,
+    json_error,
     read_cache,
     read_index_file,
     read_listing,
@@ -193,11 +194,11 @@ def plan_sources(
         if location.is_url:
             _plan_url(location, plan, opener, tag, stack)
         else:
-            _plan_path(location, plan, tag, stack)
+            _plan_path(location, plan, opener, tag, stack)
     return plan
 
 
-def _plan_path(location: Location, plan: Plan, tag: str | None, stack: str) -> None:
+def _plan_path(location: Location, plan: Plan, opener: Opener, tag: str | None, stack: str) -> None:
     """A local source: a mirror folder, a file recognised by its start, or a folder of
     pages; anything else (missing: SourceError; a pipe, a device, unreadable: a problem)
     as `iter_candidates` tells it."""
@@ -206,7 +207,7 @@ def _plan_path(location: Location, plan: Plan, tag: str | None, stack: str) -> N
     if mode is not None and stat.S_ISDIR(mode) and _is_mirror_folder(path):
         plan.caches.append(_lone(location, "mirror", tag, stack))
     elif mode is not None and stat.S_ISREG(mode):
-        _plan_file(location, plan, tag, stack)
+        _plan_file(location, plan, opener, tag, stack)
     else:
         plan.candidates.extend(iter_candidates([path], plan.problems))
 
@@ -251,7 +252,7 @@ def _is_mirror_folder(folder: Path) -> bool:
         return False
 
 
-def _plan_file(location: Location, plan: Plan, tag: str | None, stack: str) -> None:
+def _plan_file(location: Location, plan: Plan, opener: Opener, tag: str | None, stack: str) -> None:
     path = location.path
     if path.name.endswith(_SPEC_FILE):
         plan.caches.append(_lone(location, "spec-file", tag, stack))
@@ -261,7 +262,7 @@ def _plan_file(location: Location, plan: Plan, tag: str | None, stack: str) -> N
         if head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
             plan.caches.append(_lone(location, "spec-file", tag, stack))
         elif head.startswith((b"{", b"[")):  # JSON: what it is takes reading it whole
-            _plan_json(location, read_regular(path), plan, tag, stack)
+            _plan_json(location, read_regular(path), plan, opener, tag, stack)
         else:
             plan.candidates.append(Candidate(path, expected=True))
     except OSError as exc:
@@ -279,7 +280,7 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
         return
     head = data[:64].removeprefix(_UTF8_BOM).lstrip()
     if head.startswith((b"{", b"[")):
-        _plan_json(location, data, plan, tag, stack)
+        _plan_json(location, data, plan, opener, tag, stack)
     elif head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
         plan.caches.append(_lone(location, "spec-file", tag, stack, data))
     elif head.startswith(b"---"):
@@ -288,11 +289,13 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
         plan.caches.append(_lone(location, "mirror", tag, stack))
 
 
-def _plan_json(location: Location, data: bytes, plan: Plan, tag: str | None, stack: str) -> None:
+def _plan_json(
+    location: Location, data: bytes, plan: Plan, opener: Opener, tag: str | None, stack: str
+) -> None:
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        plan.problems.append(Problem(str(location), f"not valid JSON ({exc})"))
+        plan.problems.append(Problem(str(location), json_error(exc)))
         return
     if isinstance(document, dict) and "database" in document:
         plan.caches.append(_lone(location, "index", tag, stack, data))
@@ -300,7 +303,7 @@ def _plan_json(location: Location, data: bytes, plan: Plan, tag: str | None, sta
         plan.caches.append(_lone(location, "spec-file", tag, stack, data))
     elif is_listing(document):
         try:
-            entries, problems = read_listing(data, location)
+            entries, problems = read_listing(data, location, opener.limits.max_listing_entries)
         except SourceFormatError as exc:
             plan.problems.append(Problem(str(location), str(exc)))
             return

@@ -1,5 +1,10 @@
 """Where sources are read from: local paths, and URLs through a reader the caller supplies.
 
+Origin rules: a location read from the network (an http(s) URL) may only name other
+network locations; a `file://` URL, any other scheme, or a path it names is resolved
+against its own URL (a path) or refused (`OriginError`), never read from this machine.
+A local location may name local paths, `file://` URLs and network URLs.
+
 The index knows nothing of HTTP: `cachegql index` passes a `Reader` (the server's HTTP
 client, with its timeouts, retries and cache) for the http(s) URLs among the sources.
 Local files are read here, regular files only (a named pipe or a device is refused
@@ -10,14 +15,28 @@ location and says what went wrong.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote, urljoin, urlparse
 
 from cachegql.index.ingest.files import NotRegularFileError, read_regular, reason
+from cachegql.index.ingest.limits import SourceLimits
 
-__all__ = ["Location", "NotFoundError", "Opener", "ReadError", "Reader"]
+__all__ = [
+    "NETWORK_SCHEMES",
+    "Location",
+    "NotFoundError",
+    "Opener",
+    "OriginError",
+    "ReadError",
+    "Reader",
+]
+
+# The schemes of locations read from the network: what a remote source may name.
+NETWORK_SCHEMES = ("http", "https")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
 class ReadError(Exception):
@@ -26,6 +45,10 @@ class ReadError(Exception):
 
 class NotFoundError(ReadError):
     """The location does not exist (a missing file, an HTTP 404)."""
+
+
+class OriginError(ReadError):
+    """A location read from the network names one that is not on the network."""
 
 
 class Reader(Protocol):
@@ -47,13 +70,14 @@ class Location:
     @classmethod
     def of(cls, source: str | Path) -> Location:
         text = str(source)
-        if text.startswith("file://"):
+        if scheme_of(text) == "file":
             text = unquote(urlparse(text).path)
         return cls(text)
 
     @property
     def is_url(self) -> bool:
-        return self.text.startswith(("http://", "https://"))
+        """Whether this is read from the network (see NETWORK_SCHEMES)."""
+        return scheme_of(self.text) in NETWORK_SCHEMES
 
     @property
     def path(self) -> Path:
@@ -70,22 +94,50 @@ class Location:
         return Location(str(self.path.joinpath(*parts)))
 
     def sibling(self, reference: str) -> Location:
-        """`reference` (a URL, `file://` URL or relative path) read from this file's folder."""
-        if reference.startswith(("http://", "https://", "file://")):
+        """`reference` (a URL, `file://` URL or path) read from this file's folder.
+
+        Raises OriginError where this location is on the network and `reference` is not.
+        """
+        scheme = scheme_of(reference)
+        if scheme in NETWORK_SCHEMES:
             return Location.of(reference)
         if self.is_url:
-            return Location(urljoin(self.text, reference))
+            if scheme is None:  # a path: on the same server, as a browser would take it
+                return Location(urljoin(self.text, reference))
+            what = "a local file" if scheme == "file" else f"a {scheme}: location"
+            raise OriginError(
+                f"{_short(reference)} is {what}; a source read from the network may only "
+                f"name network sources ({', '.join(NETWORK_SCHEMES)}); not read"
+            )
+        if scheme == "file":
+            return Location.of(reference)
+        if scheme is not None:
+            raise ReadError(
+                f"{_short(reference)}: unsupported scheme {scheme}: (expected a path, a file: "
+                f"URL or {', '.join(s + ':' for s in NETWORK_SCHEMES)}); not read"
+            )
         return Location(str(self.path.parent / reference))
 
     def __str__(self) -> str:
         return self.text
 
 
-class Opener:
-    """Reads locations: local files directly, URLs through `reader`."""
+def scheme_of(reference: str) -> str | None:
+    """The URL scheme `reference` starts with, in lower case; None for a path."""
+    match = _SCHEME.match(reference)
+    return match.group(1).lower() if match else None
 
-    def __init__(self, reader: Reader | None = None) -> None:
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+class Opener:
+    """Reads locations: local files directly, URLs through `reader`, within `limits`."""
+
+    def __init__(self, reader: Reader | None = None, limits: SourceLimits | None = None) -> None:
         self.reader = reader
+        self.limits = limits or SourceLimits()
 
     def read(self, location: Location) -> bytes:
         if location.is_url:
