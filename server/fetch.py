@@ -16,6 +16,7 @@ import hashlib
 import os
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,12 +25,12 @@ from urllib.parse import urljoin
 import httpx
 
 from cachegql.index import LIMITS, NotFoundError, ReadError, SourceLimits, over_limit
+from cachegql.index.ingest.inflate import GZIP_OR_ZLIB, Inflater
 
 __all__ = ["HttpReader"]
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 LIMIT_FLAGS = {limit.field: limit.flag for limit in LIMITS}
-CHUNK = 1 << 16
 Progress = Callable[[int, int], None]
 
 
@@ -58,7 +59,9 @@ class HttpReader:
         self.progress = progress
         self.on_redirect = on_redirect
         self._in_flight = threading.BoundedSemaphore(self.limits.max_fetches)
-        self.client = httpx.Client(follow_redirects=False, headers={"user-agent": "cachegql"})
+        self.client = httpx.Client(
+            follow_redirects=False, headers={"user-agent": "cachegql", "accept-encoding": "gzip"}
+        )
         self.downloaded = 0  # bytes received, for the summary and for tests
 
     def close(self) -> None:
@@ -190,15 +193,16 @@ class HttpReader:
                 f"{url}: announces a body of {total:,} bytes, larger than "
                 f"{self.limits.max_bytes:,} bytes ({LIMIT_FLAGS['max_bytes']}); not read"
             )
-        encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
+        inflater = _inflater(url, response)
         show = self.progress(url.rsplit("/", 1)[-1] or url) if self.progress else None
         chunks, received = [], 0
-        for chunk in response.iter_bytes(CHUNK):
-            chunks.append(chunk)
-            received += len(chunk)
-            downloaded = response.num_bytes_downloaded if encoded else None
-            if (why := over_limit(received, downloaded, self.limits)) is not None:
-                raise ReadError(f"{url}: the body is {why}; not read")
+        for raw in response.iter_raw():  # as it arrives: a trickle meets the deadline
+            for piece in _decoded(url, inflater, raw):
+                chunks.append(piece)
+                received += len(piece)
+                taken = inflater.taken if inflater is not None else None
+                if (why := over_limit(received, taken, self.limits)) is not None:
+                    raise ReadError(f"{url}: the body {why}; not read")
             self._over_time(url, deadline)
             if show is not None:
                 show(received, max(total, received))
@@ -230,6 +234,27 @@ class HttpReader:
         if self.cache is None or len(sha256) != 64:
             return None
         return self.cache / "blobs" / sha256.lower()
+
+
+def _inflater(url: str, response: httpx.Response) -> Inflater | None:
+    """What decodes the body as it is sent, None when it is sent as it is."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        return Inflater(GZIP_OR_ZLIB)
+    raise ReadError(f"{url}: the body is sent as {encoding!r}, which cachegql did not ask for")
+
+
+def _decoded(url: str, inflater: Inflater | None, raw: bytes) -> Iterator[bytes]:
+    """The pieces `raw` decodes to, one at a time (each is checked before the next)."""
+    if inflater is None:
+        yield raw
+        return
+    try:
+        yield from inflater.feed(raw)
+    except zlib.error as exc:
+        raise ReadError(f"{url}: the body is not valid compressed data ({exc})") from None
 
 
 def _refused_redirect(origin: str, target: str) -> str | None:

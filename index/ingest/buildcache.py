@@ -328,6 +328,6 @@ def _json(data: bytes, source: str) -> Any:
 
 def json_error(error: orjson.JSONDecodeError) -> str:
     """What is wrong with a JSON document, the depth limit said as one."""
-    if "recursion" in str(error).lower():
+    if "depth limit" in str(error) or "recursion" in str(error).lower():
         return f"not valid JSON: nested deeper than {JSON_MAX_DEPTH:,} levels"
     return f"not valid JSON ({error})"

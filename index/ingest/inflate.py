@@ -1,43 +1,71 @@
-"""Decompressing gzip'd blobs within the source limits, a piece at a time.
+"""Decompressing within the source limits, a piece at a time.
 
 A v3 mirror's index blob is gzip'd, and its checksum proves only that it is the blob the
-mirror's manifest names: a hostile mirror names a bomb as easily as an index. Inflated
-in pieces, such a blob is refused at the limit instead of filling memory first.
+mirror's manifest names: a hostile mirror names a bomb as easily as an index. An http
+body may be sent gzip'd too. Inflated a MiB at a time, either is refused at the limit
+instead of filling memory first (a 64 KiB network read of a bomb inflates to 64 MB).
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 
 from cachegql.index.ingest.limits import SourceLimits, over_limit
 from cachegql.index.ingest.spackdb import SourceFormatError
 
-__all__ = ["gunzip"]
+__all__ = ["GZIP", "GZIP_OR_ZLIB", "Inflater", "gunzip"]
 
-_PIECE = 1 << 20
-_GZIP = 16 + zlib.MAX_WBITS
+PIECE = 1 << 20
+GZIP = 16 + zlib.MAX_WBITS
+GZIP_OR_ZLIB = 32 + zlib.MAX_WBITS  # the header tells which
+
+
+class Inflater:
+    """Inflates compressed data given in parts (gzip members one after another)."""
+
+    def __init__(self, wbits: int = GZIP) -> None:
+        self._wbits = wbits
+        self._inflater = zlib.decompressobj(wbits)
+        self.taken = 0  # compressed bytes inflated so far, for the expansion ratio
+
+    @property
+    def ended(self) -> bool:
+        """Whether the data given so far ends where a compressed stream ends."""
+        return self._inflater.eof
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """What `data` inflates to, at most a MiB a piece; zlib.error if it is not valid."""
+        pending = data
+        before = self.taken
+        while True:
+            piece = self._inflater.decompress(pending, PIECE)
+            pending = self._inflater.unconsumed_tail
+            self.taken = before + len(data) - len(pending)
+            if piece:
+                yield piece
+            if self._inflater.eof:
+                pending = self._inflater.unused_data + pending
+                if not pending:
+                    return
+                self._inflater = zlib.decompressobj(self._wbits)  # the next gzip member
+            elif not piece and not pending:  # all taken, nothing more comes out
+                return
 
 
 def gunzip(data: bytes, source: str, limits: SourceLimits) -> bytes:
     """The content of the gzip data `data` (of one member or several)."""
+    inflater = Inflater(GZIP)
     pieces: list[bytes] = []
     inflated = 0
-    pending = data
     try:
-        while pending:
-            inflater = zlib.decompressobj(_GZIP)
-            while not inflater.eof:
-                piece = inflater.decompress(pending, _PIECE)
-                pending = inflater.unconsumed_tail
-                if not piece and not pending:  # all input taken and nothing more came out
-                    break
-                inflated += len(piece)
-                pieces.append(piece)
-                if (why := over_limit(inflated, len(data) - len(pending), limits)) is not None:
-                    raise SourceFormatError(f"{source}: gzip content {why}; not read")
-            if not inflater.eof:
-                raise SourceFormatError(f"{source}: gzip content ends before its end marker")
-            pending = inflater.unused_data
+        for piece in inflater.feed(data):
+            pieces.append(piece)
+            inflated += len(piece)
+            if (why := over_limit(inflated, inflater.taken, limits)) is not None:
+                raise SourceFormatError(f"{source}: gzip content {why}; not read")
     except zlib.error as exc:
         raise SourceFormatError(f"{source}: not valid gzip content ({exc})") from None
+    if not inflater.ended:
+        raise SourceFormatError(f"{source}: gzip content ends before its end marker")
     return b"".join(pieces)

@@ -276,7 +276,7 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
         plan.caches.append(_lone(location, "mirror", tag, stack))  # a root: v3, then v2
         return
     except ReadError as exc:
-        plan.problems.append(Problem(str(location), str(exc)))
+        plan.problems.append(Problem(str(location), _without(str(location), str(exc))))
         return
     head = data[:64].removeprefix(_UTF8_BOM).lstrip()
     if head.startswith((b"{", b"[")):

@@ -101,7 +101,7 @@ def over_limit(decoded: int, encoded: int | None, limits: SourceLimits) -> str |
     """Why a body `decoded` bytes long so far (from `encoded` compressed bytes, or None
     when it was not compressed) must be refused; None while it is within the limits."""
     if decoded > limits.max_bytes:
-        return f"larger than {limits.max_bytes:,} bytes ({flag_of('max_bytes')})"
+        return f"is larger than {limits.max_bytes:,} bytes ({flag_of('max_bytes')})"
     if (
         encoded is not None
         and decoded > EXPANSION_FLOOR
