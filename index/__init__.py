@@ -24,8 +24,10 @@ from cachegql.index.errors import CriteriaError, shorten
 from cachegql.index.fields import BUCKET_FIELDS, FACETS, SPEC_FIELDS, SpecField
 from cachegql.index.ingest import (
     DEFAULT_STACK,
+    GZIP_OR_ZLIB,
     LIMITS,
     NETWORK_SCHEMES,
+    Inflater,
     Limit,
     NotFoundError,
     OriginError,
@@ -35,6 +37,7 @@ from cachegql.index.ingest import (
     SourceLimits,
     StrictModeError,
     over_limit,
+    shown,
 )
 from cachegql.index.query.answers import (
     MAX_CANDIDATES,
@@ -71,6 +74,7 @@ __all__ = [
     "DEFAULT_STACK",
     "FACETS",
     "FORMAT_VERSION",
+    "GZIP_OR_ZLIB",
     "LIMITS",
     "MAX_CANDIDATES",
     "NETWORK_SCHEMES",
@@ -86,6 +90,7 @@ __all__ = [
     "Facets",
     "IndexLoadError",
     "IndexStore",
+    "Inflater",
     "Limit",
     "NotFoundError",
     "OriginError",
@@ -123,6 +128,7 @@ __all__ = [
     "parse_variant_constraint",
     "renewed",
     "shorten",
+    "shown",
     "size_bounds",
     "stack",
     "stacks",

@@ -321,7 +321,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_source_limits(index: argparse.ArgumentParser) -> None:
     """The flags of `LIMITS`, each with its default from `SourceLimits`."""
-    from cachegql.index import LIMITS, SourceLimits
+    from cachegql.index import LIMITS, SourceLimits, shown
 
     group = index.add_argument_group(
         "source limits", "what one source may cost (README: Index a Spack mirror)"
@@ -335,14 +335,8 @@ def _add_source_limits(index: argparse.ArgumentParser) -> None:
             type=_size if limit.field == "max_bytes" else _positive(type(default)),
             default=None,
             metavar=limit.metavar,
-            help=f"{limit.help} (default {_shown(default)})",
+            help=f"{limit.help} (default {shown(default)})",
         )
-
-
-def _shown(value: float) -> str:
-    if isinstance(value, int) and value >= 1 << 20 and value % (1 << 20) == 0:
-        return f"{value >> 20:,} MiB" if value % (1 << 30) else f"{value >> 30:,} GiB"
-    return f"{value:,g}"
 
 
 def _source_limits(args: argparse.Namespace) -> SourceLimits:

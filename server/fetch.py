@@ -24,8 +24,15 @@ from urllib.parse import urljoin
 
 import httpx
 
-from cachegql.index import LIMITS, NotFoundError, ReadError, SourceLimits, over_limit
-from cachegql.index.ingest.inflate import GZIP_OR_ZLIB, Inflater
+from cachegql.index import (
+    GZIP_OR_ZLIB,
+    LIMITS,
+    Inflater,
+    NotFoundError,
+    ReadError,
+    SourceLimits,
+    over_limit,
+)
 
 __all__ = ["HttpReader"]
 

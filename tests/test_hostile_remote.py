@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from cachegql.index import LIMITS, SourceLimits, over_limit
-from cachegql.index.ingest import Location, Opener, OriginError, ReadError
+from cachegql.index.ingest import Location, Opener, OriginError, ReadError, shown
 from cachegql.index.ingest.buildcache import read_listing
 from cachegql.index.ingest.inflate import GZIP, Inflater, gunzip
 from cachegql.index.ingest.spackdb import SourceFormatError
@@ -300,6 +300,18 @@ def test_over_limit_says_why() -> None:
     assert over_limit(20 << 20, 1 << 20, limits) is not None
     assert over_limit(10 << 20, 1, limits) is None  # under 16 MiB: never a bomb
     assert "is larger than" in (over_limit(101 << 20, None, limits) or "")
+
+
+def test_the_readme_lists_every_limit_with_its_default() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("<!-- source-limits")[1].split("<!-- /source-limits -->")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `--")]
+    defaults = SourceLimits()
+    expected = []
+    for limit in LIMITS:
+        value = shown(getattr(defaults, limit.field))
+        expected.append(f"| `{limit.flag}` | {value} | {limit.help} |")
+    assert rows == expected
 
 
 def test_limits_must_be_positive() -> None:

@@ -1,5 +1,6 @@
 """Reading sources into records: finding files, parsing pages, collecting per-tag tables."""
 
+from cachegql.index.ingest.inflate import GZIP_OR_ZLIB, Inflater
 from cachegql.index.ingest.ingest import (
     DEFAULT_STACK,
     Ingested,
@@ -9,7 +10,7 @@ from cachegql.index.ingest.ingest import (
     ingest_plan,
     plan_sources,
 )
-from cachegql.index.ingest.limits import LIMITS, Limit, SourceLimits, over_limit
+from cachegql.index.ingest.limits import LIMITS, Limit, SourceLimits, over_limit, shown
 from cachegql.index.ingest.locations import (
     NETWORK_SCHEMES,
     Location,
@@ -25,9 +26,11 @@ from cachegql.index.ingest.tables import TagTable
 
 __all__ = [
     "DEFAULT_STACK",
+    "GZIP_OR_ZLIB",
     "LIMITS",
     "NETWORK_SCHEMES",
     "Candidate",
+    "Inflater",
     "Ingested",
     "Limit",
     "Location",
@@ -51,4 +54,5 @@ __all__ = [
     "parse_page",
     "plan_sources",
     "read_page",
+    "shown",
 ]

@@ -92,6 +92,13 @@ LIMITS: Final = (
 _FLAGS = {limit.field: limit.flag for limit in LIMITS}
 
 
+def shown(value: float) -> str:
+    """A limit's value as the help and the README show it: `1 GiB`, `10,000`, `600`."""
+    if isinstance(value, int) and value >= 1 << 20 and value % (1 << 20) == 0:
+        return f"{value >> 20:,} MiB" if value % (1 << 30) else f"{value >> 30:,} GiB"
+    return f"{value:,g}"
+
+
 def flag_of(field: str) -> str:
     """The command-line flag that sets `field`, for messages that teach."""
     return _FLAGS[field]
