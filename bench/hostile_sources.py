@@ -138,7 +138,14 @@ CASES: tuple[Case, ...] = (
         "trickle",
         "an index.json sent a byte every 0.2 s",
         "/trickle/index.json",
-        r"not read within 2 s \(--source-time-limit\)",
+        r"its source not read within 2 s \(--source-time-limit\)",
+        test_flags=("--source-time-limit", "2"),
+    ),
+    Case(
+        "slow-reads",
+        "a v2 mirror whose every file answers after 0.8 s",
+        "/slowly/good/stacks/root",
+        r"its source not read within 2 s \(--source-time-limit\)",
         test_flags=("--source-time-limit", "2"),
     ),
     Case(
@@ -399,6 +406,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.owner.stopping.wait(60)
 
+    def slowly(self, path: str) -> None:
+        self.owner.stopping.wait(0.8)
+        self._file(path.removeprefix("/slowly"))
+
     def encoded(self, path: str) -> None:
         encoding = path.rsplit("/", 1)[-1]
         self._send(200, b"\x1f\x8b not really gzip", {"Content-Encoding": encoding})
@@ -437,6 +448,7 @@ _ROUTES: tuple[tuple[str, Callable[[_Handler, str], None]], ...] = (
     ("/wrong-length", _Handler.wrong_length),
     ("/announce-huge", _Handler.announce_huge),
     ("/encoded", _Handler.encoded),
+    ("/slowly", _Handler.slowly),
     ("/slow", _Handler.slow),
     ("/listing-100k.json", _Handler.listing_100k),
     ("/deep.json", _Handler.deep),

@@ -80,22 +80,22 @@ class HttpReader:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def read(self, url: str) -> bytes:
+    def read(self, url: str, deadline: float | None = None) -> bytes:
         entry = self._entry(url)
         etag = _read_text(entry.with_suffix(".etag")) if entry else None
-        body = self._get(url, etag)
+        body = self._get(url, etag, deadline)
         if body is None and entry is not None:  # 304: the cached copy is current
             return entry.with_suffix(".body").read_bytes()
         assert body is not None
         return body
 
-    def read_verified(self, url: str, sha256: str) -> bytes:
+    def read_verified(self, url: str, sha256: str, deadline: float | None = None) -> bytes:
         blob = self._blob(sha256)
         if blob is not None and blob.is_file():
             data = blob.read_bytes()
             if hashlib.sha256(data).hexdigest() == sha256.lower():
                 return data
-        data = self.read(url)
+        data = self.read(url, deadline)
         actual = hashlib.sha256(data).hexdigest()
         if actual != sha256.lower():
             raise ReadError(f"{url}: checksum mismatch: expected sha256 {sha256}, got {actual}")
@@ -103,9 +103,13 @@ class HttpReader:
             _write(blob, data)
         return data
 
-    def _get(self, url: str, etag: str | None) -> bytes | None:
-        """The body at `url`, or None for a 304 to `etag`; retries transient failures."""
-        deadline = time.monotonic() + self.limits.max_seconds
+    def _get(self, url: str, etag: str | None, deadline: float | None) -> bytes | None:
+        """The body at `url`, or None for a 304 to `etag`; retries transient failures.
+
+        All of it is done by `deadline`: the source's, or the limit's from now.
+        """
+        if deadline is None:
+            deadline = time.monotonic() + self.limits.max_seconds
         with self._in_flight:
             for attempt in range(self.retries + 1):
                 last = attempt == self.retries
@@ -188,7 +192,7 @@ class HttpReader:
 
     def _out_of_time(self, url: str) -> ReadError:
         return ReadError(
-            f"{url}: not read within {self.limits.max_seconds:g} s "
+            f"{url}: its source not read within {self.limits.max_seconds:g} s "
             f"({LIMIT_FLAGS['max_seconds']}); given up"
         )
 

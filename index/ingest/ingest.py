@@ -271,7 +271,8 @@ def _plan_file(location: Location, plan: Plan, opener: Opener, tag: str | None, 
 
 def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, stack: str) -> None:
     try:
-        data = opener.read(location)
+        with opener.source():
+            data = opener.read(location)
     except NotFoundError:
         plan.caches.append(_lone(location, "mirror", tag, stack))  # a root: v3, then v2
         return
@@ -363,7 +364,8 @@ def ingest_plan(
     for request in plan.caches:
         if on_source is not None:
             on_source(str(request.location))
-        data = _read_cache(request, opener, report)
+        with opener.source():
+            data = _read_cache(request, opener, report)
         if data is None:
             continue
         result.caches += 1

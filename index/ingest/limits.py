@@ -49,7 +49,8 @@ class SourceLimits:
     max_bytes: int = GIB
     """Largest body one read may have, after decompression."""
     max_seconds: float = 600.0
-    """Longest one read may take in all (connection, redirects, retries and body)."""
+    """Longest one source may take in all: every read of it, with its connection,
+    redirects, retries and body."""
     max_redirects: int = 5
     """Redirects followed for one read."""
     max_expansion: int = 200
@@ -71,7 +72,8 @@ LIMITS: Final = (
         "max_seconds",
         "--source-time-limit",
         "SECONDS",
-        "longest one read may take in all: connection, redirects, retries and body",
+        "longest one source may take in all: every read of it, with connections, "
+        "redirects, retries and bodies",
     ),
     Limit("max_redirects", "--max-redirects", "N", "redirects followed for one read"),
     Limit(

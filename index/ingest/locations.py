@@ -16,6 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -37,6 +41,8 @@ __all__ = [
 # The schemes of locations read from the network: what a remote source may name.
 NETWORK_SCHEMES = ("http", "https")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+# When the source being read must be read by (time.monotonic()), for every read of it.
+_SOURCE_DEADLINE: ContextVar[float | None] = ContextVar("source_deadline", default=None)
 
 
 class ReadError(Exception):
@@ -52,12 +58,13 @@ class OriginError(ReadError):
 
 
 class Reader(Protocol):
-    """Reads http(s) URLs."""
+    """Reads http(s) URLs, each read done by `deadline` (a `time.monotonic()` instant:
+    the end of the source's time budget) when one is given."""
 
-    def read(self, url: str) -> bytes:
+    def read(self, url: str, deadline: float | None = None) -> bytes:
         """The body at `url`; raise ReadError (NotFoundError for a 404)."""
 
-    def read_verified(self, url: str, sha256: str) -> bytes:
+    def read_verified(self, url: str, sha256: str, deadline: float | None = None) -> bytes:
         """The body at `url`, which must have this sha256 (a cached copy may be used)."""
 
 
@@ -139,9 +146,18 @@ class Opener:
         self.reader = reader
         self.limits = limits or SourceLimits()
 
+    @contextmanager
+    def source(self) -> Iterator[None]:
+        """Every read in the block shares one time budget, `limits.max_seconds`."""
+        token = _SOURCE_DEADLINE.set(time.monotonic() + self.limits.max_seconds)
+        try:
+            yield
+        finally:
+            _SOURCE_DEADLINE.reset(token)
+
     def read(self, location: Location) -> bytes:
         if location.is_url:
-            return self._reader(location).read(location.text)
+            return self._reader(location).read(location.text, _SOURCE_DEADLINE.get())
         try:
             return read_regular(location.path)
         except FileNotFoundError:
@@ -154,7 +170,9 @@ class Opener:
     def read_verified(self, location: Location, sha256: str) -> bytes:
         """The bytes at `location`; ReadError unless their sha256 is `sha256`."""
         if location.is_url:
-            return self._reader(location).read_verified(location.text, sha256)
+            return self._reader(location).read_verified(
+                location.text, sha256, _SOURCE_DEADLINE.get()
+            )
         data = self.read(location)
         actual = hashlib.sha256(data).hexdigest()
         if actual != sha256.lower():
