@@ -17,7 +17,7 @@ from cachegql.index.budget import OverBudgetError, deadline, renewed
 from cachegql.index.build import BuildError, BuildReport, build_index
 from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import FORMAT_VERSION
-from cachegql.index.disk.publish import PublishError
+from cachegql.index.disk.publish import PublishError, received
 from cachegql.index.disk.snapshot import DependencyData, PackageData, Snapshot
 from cachegql.index.disk.store import IndexLoadError, IndexStore, UnknownTagError
 from cachegql.index.errors import CriteriaError, shorten
@@ -126,6 +126,7 @@ __all__ = [
     "normalize_prefix",
     "over_limit",
     "parse_variant_constraint",
+    "received",
     "renewed",
     "shorten",
     "shown",

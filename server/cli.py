@@ -182,6 +182,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also list files skipped as not pages, and each redirect followed",
     )
+    index.add_argument(
+        "--publish",
+        metavar="s3://BUCKET/PREFIX",
+        help="after publishing at --out, ship the build to this store and point it there: "
+        "every `cachegql serve --index s3://BUCKET/PREFIX` moves to it (README: Running "
+        "several replicas)",
+    )
+    _add_s3_endpoint(index)
     _add_source_limits(index)
     index.set_defaults(run=_index)
 
@@ -192,7 +200,14 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve the GraphQL API at /graphql. Without --index, serves the embedded "
         "demo data set (built into the user cache on first start).",
     )
-    serve.add_argument("--index", type=Path, metavar="DIR", help="index built by 'cachegql index'")
+    serve.add_argument(
+        "--index",
+        metavar="DIR|s3://BUCKET/PREFIX",
+        help="index built by 'cachegql index', or the store its builds are shipped to "
+        "(`cachegql index --publish`): the newest build is pulled, verified and served, "
+        "and looked for again every --reload-interval",
+    )
+    _add_s3_endpoint(serve)
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
@@ -319,6 +334,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_s3_endpoint(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--s3-endpoint-url",
+        metavar="URL",
+        help="an S3-compatible store's endpoint (MinIO, Ceph, R2); default: AWS, or "
+        "AWS_ENDPOINT_URL_S3; credentials from boto3's chain, anonymous without one",
+    )
+
+
 def _add_source_limits(index: argparse.ArgumentParser) -> None:
     """The flags of `LIMITS`, each with its default from `SourceLimits`."""
     from cachegql.index import LIMITS, SourceLimits, shown
@@ -440,6 +464,26 @@ def _index(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     print(report.summary())
+    if args.publish:
+        return _ship(report.folder, args.publish, args.s3_endpoint_url)
+    return 0
+
+
+def _ship(build: Path, url: str, endpoint_url: str | None) -> int:
+    import time
+
+    from cachegql.server.shipping import ShippingError, Store, ship
+
+    started = time.monotonic()
+    try:
+        pointer = ship(build, Store(url, endpoint_url))
+    except (ShippingError, OSError) as exc:
+        print(f"error: {exc}; the build is published at --out, not shipped", file=sys.stderr)
+        return 1
+    print(
+        f"shipped build {pointer.build_id} to {url} ({pointer.files} files, "
+        f"{pointer.size / 1e6:.1f} MB) in {time.monotonic() - started:.1f} s"
+    )
     return 0
 
 
@@ -464,13 +508,22 @@ def _serve(args: argparse.Namespace) -> int:
     from cachegql.server.settings import Settings
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
+    puller = None
     if args.index is None:
         from cachegql.server.default_data import default_index
 
         print("no --index given: serving the embedded demo data", file=sys.stderr)
         index = default_index()
+    elif args.index.startswith("s3://"):
+        from cachegql.server.shipping import ShippingError, pulled
+
+        try:
+            index, puller = pulled(args.index, args.s3_endpoint_url)
+        except (ShippingError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     else:
-        index = args.index
+        index = Path(args.index)
     try:
         IndexStore(index, args.default_tag).close()  # fail here, clearly, not in a worker
     except IndexLoadError as exc:
@@ -501,6 +554,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     # Several workers share their counters through a folder (prometheus-client's
     # multiprocess mode), made before uvicorn starts them and removed when it stops.
+    if puller is not None and args.reload_interval > 0:
+        puller.start(args.reload_interval)
     with multiprocess_folder(args.workers):
         uvicorn.run(
             "cachegql.server.app:app_from_env",

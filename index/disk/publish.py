@@ -38,6 +38,7 @@ Disk cost: KEEP_BUILDS builds while rebuilds are further apart than the grace pe
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
 import secrets
@@ -63,6 +64,7 @@ __all__ = [
     "new_build_id",
     "prune",
     "publish",
+    "received",
     "staged",
     "write_failed",
 ]
@@ -159,6 +161,18 @@ def publish(staging: Staging) -> Path:
     with contextlib.suppress(OSError):  # published: what is not pruned now is next time
         prune(out)
     return final
+
+
+@contextlib.contextmanager
+def received(out: Path, build_id: str, *, lock_timeout: float = LOCK_TIMEOUT) -> Iterator[Path]:
+    """Publish at `out` a build made elsewhere (shipped through a store): the block
+    writes it into the folder it is given; it is published, keeping its `build_id` as
+    its name where that is free, only if the block ends without an error."""
+    with staged(out, lock_timeout=lock_timeout) as staging:
+        yield staging.folder
+        taken = (builds_folder(out) / build_id).exists()
+        name = f"{build_id}-{new_build_id()}" if taken else build_id
+        publish(dataclasses.replace(staging, build_id=name))
 
 
 def prune(out: Path, now: float | None = None) -> None:
