@@ -17,7 +17,21 @@ from urllib.parse import unquote, urljoin, urlparse
 
 from cachegql.index.ingest.files import NotRegularFileError, read_regular, reason
 
-__all__ = ["Location", "NotFoundError", "Opener", "ReadError", "Reader"]
+__all__ = [
+    "NETWORK_SCHEMES",
+    "OCI_SCHEMES",
+    "Location",
+    "NotFoundError",
+    "Opener",
+    "ReadError",
+    "Reader",
+]
+
+# Every kind of location read through the caller's `Reader`, never from the local disk:
+# http(s), OCI registries (`oci://` as Spack writes it, `oci+http://` for a registry
+# without TLS) and S3 buckets. A source read from the network may only name these.
+OCI_SCHEMES = ("oci://", "oci+http://")
+NETWORK_SCHEMES = ("http://", "https://", *OCI_SCHEMES, "s3://")
 
 
 class ReadError(Exception):
@@ -29,7 +43,7 @@ class NotFoundError(ReadError):
 
 
 class Reader(Protocol):
-    """Reads http(s) URLs."""
+    """Reads network URLs (`NETWORK_SCHEMES`)."""
 
     def read(self, url: str) -> bytes:
         """The body at `url`; raise ReadError (NotFoundError for a 404)."""
@@ -53,7 +67,12 @@ class Location:
 
     @property
     def is_url(self) -> bool:
-        return self.text.startswith(("http://", "https://"))
+        return self.text.startswith(NETWORK_SCHEMES)
+
+    @property
+    def is_oci(self) -> bool:
+        """An OCI registry's repository (or an image in it), read as Spack reads one."""
+        return self.text.startswith(OCI_SCHEMES)
 
     @property
     def path(self) -> Path:
@@ -71,14 +90,22 @@ class Location:
 
     def sibling(self, reference: str) -> Location:
         """`reference` (a URL, `file://` URL or relative path) read from this file's folder."""
-        if reference.startswith(("http://", "https://", "file://")):
+        if reference.startswith((*NETWORK_SCHEMES, "file://")):
             return Location.of(reference)
         if self.is_url:
-            return Location(urljoin(self.text, reference))
+            return Location(_urljoin(self.text, reference))
         return Location(str(self.path.parent / reference))
 
     def __str__(self) -> str:
         return self.text
+
+
+def _urljoin(base: str, reference: str) -> str:
+    """`urljoin`, also for the schemes it does not know to be hierarchical (s3://)."""
+    scheme, rest = base.split("://", 1)
+    if scheme in ("http", "https"):
+        return urljoin(base, reference)
+    return scheme + "://" + urljoin("http://" + rest, reference).removeprefix("http://")
 
 
 class Opener:
