@@ -24,6 +24,7 @@ from cachegql.index.errors import CriteriaError, shorten
 from cachegql.index.fields import BUCKET_FIELDS, FACETS, SPEC_FIELDS, SpecField
 from cachegql.index.ingest import (
     DEFAULT_STACK,
+    OCI_INDEX_TAG,
     NotFoundError,
     Reader,
     ReadError,
@@ -66,6 +67,7 @@ __all__ = [
     "FACETS",
     "FORMAT_VERSION",
     "MAX_CANDIDATES",
+    "OCI_INDEX_TAG",
     "SHORT_HASH_LENGTH",
     "SPEC_FIELDS",
     "AmbiguousHashError",

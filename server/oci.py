@@ -97,6 +97,12 @@ class OciReader:
     def close(self) -> None:
         self.client.close()
 
+    def __enter__(self) -> OciReader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def read(self, url: str) -> bytes:
         ref = ImageRef.parse(url)
         if ref.digest is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from cachegql.index.ingest.oci import INDEX_TAG
+from cachegql.index import OCI_INDEX_TAG as INDEX_TAG
 from cachegql.server.oci import ImageRef, OciReader
 
 __all__ = ["push_index_image", "push_oci", "push_s3"]

@@ -70,6 +70,12 @@ class S3Reader:
     def close(self) -> None:
         self.client.close()
 
+    def __enter__(self) -> S3Reader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def read(self, url: str) -> bytes:
         bucket, key = split_s3_url(url)
         if not bucket:

@@ -10,12 +10,14 @@ from cachegql.index.ingest.ingest import (
     plan_sources,
 )
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, Reader, ReadError
+from cachegql.index.ingest.oci import INDEX_TAG as OCI_INDEX_TAG
 from cachegql.index.ingest.pages import NotAPageError, Page, PageError, parse_page, read_page
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
 from cachegql.index.ingest.tables import TagTable
 
 __all__ = [
     "DEFAULT_STACK",
+    "OCI_INDEX_TAG",
     "Candidate",
     "Ingested",
     "Location",
