@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["S3Reader", "split_s3_url"]
 
-_NOT_FOUND = frozenset({"NoSuchKey", "NoSuchBucket", "404", "NotFound"})
+_NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound"})
 _REFUSED = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"})
 
 
@@ -95,9 +95,10 @@ class S3Reader:
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             if (code == "304" or status == 304) and entry is not None:
                 return entry.with_suffix(".body").read_bytes()
+            if code == "NoSuchBucket":  # not a missing file: nothing else there is worth trying
+                raise ReadError(f"{url}: no such bucket {bucket!r} ({code})") from None
             if code in _NOT_FOUND or status == 404:
-                what = "no such bucket" if code == "NoSuchBucket" else "no such key"
-                raise NotFoundError(f"{url}: {what} ({code})") from None
+                raise NotFoundError(f"{url}: no such key ({code})") from None
             if code in _REFUSED or status == 403:
                 raise ReadError(f"{url}: access denied ({code}) with {self.who}") from None
             raise ReadError(f"{url}: S3 error {code} (HTTP {status})") from None
