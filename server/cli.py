@@ -29,6 +29,8 @@ examples:
   cachegql index mirror/ --tag develop --out ./ix         a local mirror (v2 or v3)
   cachegql index https://binaries.spack.io/develop --tag develop --out ./ix
   cachegql index cache_spack_io_index.json --out ./ix     a listing: tags and stacks
+  cachegql index oci://ghcr.io/spack/github-actions-buildcache --tag develop --out ./ix
+  cachegql index s3://spack-binaries/develop --tag develop --out ./ix
 """
 EXAMPLES = """\
 examples:
@@ -163,6 +165,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="for URLs: seconds to wait for a connection or for data (default 30); "
         "transient failures are retried 3 times",
+    )
+    index.add_argument(
+        "--oci-username-variable",
+        metavar="VAR",
+        help="for oci:// sources: the environment variable holding the registry username "
+        "(default: ~/.docker/config.json's, else anonymous)",
+    )
+    index.add_argument(
+        "--oci-password-variable",
+        metavar="VAR",
+        help="for oci:// sources: the environment variable holding the password or token",
     )
     index.add_argument(
         "--strict", action="store_true", help="fail on the first problem instead of reporting it"
@@ -309,6 +322,15 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--stacks", type=int, default=10, help="stacks of the build cache besides root"
     )
+    demo.add_argument(
+        "--push-to",
+        metavar="URL",
+        help="with --mirror, also publish it: oci://HOST/REPO (each stack's index as an "
+        "index.spack image; oci+http:// without TLS) or s3://BUCKET/PREFIX (every file)",
+    )
+    demo.add_argument("--oci-username-variable", metavar="VAR", help="see `index`")
+    demo.add_argument("--oci-password-variable", metavar="VAR", help="see `index`")
+    demo.add_argument("--s3-endpoint-url", metavar="URL", help="see `index`")
     demo.set_defaults(run=_demo)
 
     query = commands.add_parser(
@@ -338,8 +360,9 @@ def _add_s3_endpoint(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--s3-endpoint-url",
         metavar="URL",
-        help="an S3-compatible store's endpoint (MinIO, Ceph, R2); default: AWS, or "
-        "AWS_ENDPOINT_URL_S3; credentials from boto3's chain, anonymous without one",
+        help="for s3:// sources and stores: an S3-compatible store's endpoint (MinIO, Ceph, "
+        "R2); default: AWS, or AWS_ENDPOINT_URL_S3; credentials from boto3's chain (AWS_* "
+        "variables, profile, role), else requests are unsigned",
     )
 
 
@@ -409,17 +432,22 @@ def _tell_redirect(hop: str) -> None:
 def _index(args: argparse.Namespace) -> int:
     from cachegql.index import BuildError, PublishError, SourceError, StrictModeError, build_index
     from cachegql.server.default_data import cache_folder
-    from cachegql.server.fetch import HttpReader
     from cachegql.server.progress import ProgressBar, download_bar
+    from cachegql.server.remote import RemoteOptions, RemoteReader
 
     progress = None if args.quiet else ProgressBar("reading sources")
     limits = _source_limits(args)
-    reader = HttpReader(
-        cache_folder() / "fetch",
-        timeout=args.timeout,
-        limits=limits,
-        progress=None if args.quiet else download_bar,
-        on_redirect=_tell_redirect if args.verbose and not args.quiet else None,
+    reader = RemoteReader(
+        RemoteOptions(
+            cache_folder() / "fetch",
+            timeout=args.timeout,
+            limits=limits,
+            oci_username_variable=args.oci_username_variable,
+            oci_password_variable=args.oci_password_variable,
+            s3_endpoint_url=args.s3_endpoint_url,
+            progress=None if args.quiet else download_bar,
+            on_redirect=_tell_redirect if args.verbose and not args.quiet else None,
+        )
     )
     published = _link(args.out)
     try:
@@ -593,10 +621,43 @@ def _demo(args: argparse.Namespace) -> int:
             f"{summary.edges} edges, {len(summary.stacks)} stacks) to {summary.mirror}; "
             f"its listing: {summary.listing}"
         )
-        return 0
+        return _push(args, summary.stacks, summary.tag) if args.push_to else 0
     config = DemoConfig(packages=args.packages, specs=args.specs, tags=tags, seed=args.seed)
     pages, specs = write_pages(config, args.out)
     print(f"wrote {pages} pages, {specs} specs to {args.out}")
+    return 0
+
+
+def _push(args: argparse.Namespace, stacks: Sequence[tuple[str, int]], tag: str) -> int:
+    """`demo-data --mirror --push-to URL`: the mirror just written, published there."""
+    from cachegql.index import ReadError
+    from cachegql.server.oci import OciReader
+    from cachegql.server.push import push_oci, push_s3
+
+    url: str = args.push_to
+    try:
+        if url.startswith(("oci://", "oci+http://")):
+            with contextlib.closing(
+                OciReader(
+                    None,
+                    username_variable=args.oci_username_variable,
+                    password_variable=args.oci_password_variable,
+                )
+            ) as reader:
+                listing = push_oci(reader, args.out, url, [label for label, _ in stacks], tag)
+            print(f"pushed {len(stacks)} index.spack images to {url}; their listing: {listing}")
+        elif url.startswith("s3://"):
+            count = push_s3(args.out, url, args.s3_endpoint_url)
+            print(f"uploaded {count} files to {url}")
+        else:
+            print(f"error: --push-to {url}: expected oci://, oci+http:// or s3://", file=sys.stderr)
+            return 1
+    except ReadError as exc:
+        print(f"error: cannot push: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # boto3's errors (no bucket, refused) have no common base here
+        print(f"error: cannot push to {url}: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

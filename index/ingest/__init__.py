@@ -20,6 +20,7 @@ from cachegql.index.ingest.locations import (
     Reader,
     ReadError,
 )
+from cachegql.index.ingest.oci import INDEX_TAG as OCI_INDEX_TAG
 from cachegql.index.ingest.pages import NotAPageError, Page, PageError, parse_page, read_page
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
 from cachegql.index.ingest.tables import TagTable
@@ -29,6 +30,7 @@ __all__ = [
     "GZIP_OR_ZLIB",
     "LIMITS",
     "NETWORK_SCHEMES",
+    "OCI_INDEX_TAG",
     "Candidate",
     "Inflater",
     "Ingested",

@@ -30,6 +30,7 @@ from cachegql.index.ingest.buildcache import (
 )
 from cachegql.index.ingest.files import read_head, read_regular, reason
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
+from cachegql.index.ingest.oci import read_oci
 from cachegql.index.ingest.pages import (
     NotAPageError,
     Page,
@@ -393,6 +394,8 @@ def _read_cache(
             if request.data is not None:
                 return cache_data(read_database(request.data, str(location)), request.label)
             return read_index_file(location, opener, request.label)
+        if location.is_oci:  # an OCI repository is a mirror of its own layout
+            return read_oci(location, opener, request.label)
         if request.kind == "mirror":
             return read_mirror(location, opener, request.label)
         return read_cache(location, opener, request.label)

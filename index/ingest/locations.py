@@ -30,6 +30,7 @@ from cachegql.index.ingest.limits import SourceLimits
 
 __all__ = [
     "NETWORK_SCHEMES",
+    "OCI_SCHEMES",
     "Location",
     "NotFoundError",
     "Opener",
@@ -38,8 +39,11 @@ __all__ = [
     "Reader",
 ]
 
-# The schemes of locations read from the network: what a remote source may name.
-NETWORK_SCHEMES = ("http", "https")
+# Every kind of location read through the caller's `Reader`, never from the local disk:
+# http(s), OCI registries (`oci://` as Spack writes it, `oci+http://` for a registry
+# without TLS) and S3 buckets. A source read from the network may only name these.
+OCI_SCHEMES = ("oci", "oci+http")
+NETWORK_SCHEMES = ("http", "https", *OCI_SCHEMES, "s3")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 # When the source being read must be read by (time.monotonic()), for every read of it.
 _SOURCE_DEADLINE: ContextVar[float | None] = ContextVar("source_deadline", default=None)
@@ -87,6 +91,11 @@ class Location:
         return scheme_of(self.text) in NETWORK_SCHEMES
 
     @property
+    def is_oci(self) -> bool:
+        """An OCI registry's repository (or an image in it), read as Spack reads one."""
+        return scheme_of(self.text) in OCI_SCHEMES
+
+    @property
     def path(self) -> Path:
         return Path(self.text)
 
@@ -110,7 +119,7 @@ class Location:
             return Location.of(reference)
         if self.is_url:
             if scheme is None:  # a path: on the same server, as a browser would take it
-                return Location(urljoin(self.text, reference))
+                return Location(_urljoin(self.text, reference))
             what = "a local file" if scheme == "file" else f"a {scheme}: location"
             raise OriginError(
                 f"{_short(reference)} is {what}; a source read from the network may only "
@@ -127,6 +136,14 @@ class Location:
 
     def __str__(self) -> str:
         return self.text
+
+
+def _urljoin(base: str, reference: str) -> str:
+    """`urljoin`, also for the schemes it does not know to be hierarchical (s3://)."""
+    scheme, rest = base.split("://", 1)
+    if scheme in ("http", "https"):
+        return urljoin(base, reference)
+    return scheme + "://" + urljoin("http://" + rest, reference).removeprefix("http://")
 
 
 def scheme_of(reference: str) -> str | None:

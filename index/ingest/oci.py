@@ -1,0 +1,77 @@
+"""Build caches in OCI registries, laid out as Spack pushes them (`spack buildcache push`
+to an `oci://` mirror, Spack 0.21+).
+
+A mirror is a repository, `oci://HOST[:PORT]/NAME` (`oci+http://` without TLS). Its index
+is the image tagged `index.spack`: a manifest whose first layer is the build-cache index
+(`index.json`), named by its sha256 digest; each binary is the image tagged
+`<name>-<version>-<hash>.spack`, whose config blob holds the spec and whose layer is the
+tarball. The reader sees two kinds of location: `REPO:TAG` (a manifest) and
+`REPO@sha256:HEX` (a blob); how they are fetched (the registry API, its authentication)
+is the reader's business, not the index's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from typing import Any
+
+import orjson
+
+from cachegql.index.ingest.buildcache import CacheData, binaries
+from cachegql.index.ingest.locations import Location, Opener
+from cachegql.index.ingest.spackdb import SourceFormatError, read_database
+
+__all__ = ["INDEX_TAG", "blob", "image", "read_oci", "spec_tag"]
+
+INDEX_TAG = "index.spack"
+_INVALID_TAG_CHARACTER = re.compile(r"[^\w.-]")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def image(root: Location, tag: str) -> Location:
+    """The image of `root`'s repository tagged `tag`."""
+    return Location(f"{root.text.rstrip('/')}:{tag}")
+
+
+def blob(root: Location, digest: str) -> Location:
+    """The blob of `root`'s repository with this digest (`sha256:HEX`)."""
+    return Location(f"{root.text.rstrip('/')}@{digest}")
+
+
+def spec_tag(name: str, version: str, digest: str) -> str:
+    """The tag Spack gives a binary's image: a valid OCI tag, at most 128 characters."""
+    tag = _INVALID_TAG_CHARACTER.sub("_", f"{name}-{version}-{digest}.spack")
+    return tag if len(tag) <= 128 else tag[:64] + tag[-64:]
+
+
+def read_oci(root: Location, opener: Opener, label: str) -> CacheData:
+    """The build cache of an OCI repository: the index of its `index.spack` image."""
+    manifest = image(root, INDEX_TAG)
+    digest = _index_digest(_json(opener.read(manifest), str(manifest)), str(manifest))
+    data = opener.read_verified(blob(root, digest), digest.removeprefix("sha256:"))
+    if data[:2] == _GZIP_MAGIC:
+        data = gzip.decompress(data)
+    try:
+        database = read_database(data, str(manifest))
+    except SourceFormatError as exc:
+        raise SourceFormatError(f"{manifest}: {exc}") from None
+    return CacheData(str(root), database, {label: binaries(database)})
+
+
+def _index_digest(manifest: Any, where: str) -> str:
+    """The digest of the index layer, as Spack takes it: the first layer's."""
+    layers = manifest.get("layers") if isinstance(manifest, dict) else None
+    if not isinstance(layers, list) or not layers or not isinstance(layers[0], dict):
+        raise SourceFormatError(f"{where}: not an image manifest with layers")
+    digest = layers[0].get("digest")
+    if not isinstance(digest, str) or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        raise SourceFormatError(f"{where}: the index layer's digest {digest!r} is not sha256")
+    return digest
+
+
+def _json(data: bytes, where: str) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise SourceFormatError(f"{where}: not valid JSON ({exc})") from None

@@ -1,0 +1,235 @@
+"""`cachegql index oci://...` against real registries on 127.0.0.1 (tests/remote_servers.py):
+anonymous, basic (htpasswd) and bearer-token authentication, revalidation by digest,
+clear errors, and no secret in any output or in the index."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
+from cachegql.index import ReadError, StrictModeError, build_index
+from cachegql.server.cli import main
+from cachegql.server.oci import OciReader
+from cachegql.server.push import push_index_image, push_oci
+from tests.remote_servers import PASSWORD, USERNAME, Registry, TokenServer
+
+SPECS = 120
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, MirrorSummary]:
+    out = tmp_path_factory.mktemp("demo")
+    config = MirrorConfig(specs=SPECS, packages=30, stacks=2, seed=3, tag="develop")
+    return out, write_mirror(config, out)
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    running = Registry(tmp_path_factory.mktemp("registry"))
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="module")
+def pushed(registry: Registry, demo: tuple[Path, MirrorSummary]) -> Path:
+    """The demo mirror's stacks in the anonymous registry; their listing."""
+    out, summary = demo
+    with OciReader(None) as reader:
+        return push_oci(
+            reader, out, registry.url("demo/cache"), [s for s, _ in summary.stacks], "develop"
+        )
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CACHEGQL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker"))
+
+
+def _specs(printed: str) -> int:
+    """The spec count of `cachegql index`'s summary line."""
+    match = re.search(r", (\d+) specs,", printed)
+    assert match, printed
+    return int(match.group(1))
+
+
+def test_a_repository_is_indexed_anonymously(
+    registry: Registry,
+    pushed: Path,
+    demo: tuple[Path, MirrorSummary],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = registry.url("demo/cache")
+    assert main(["index", root, "--tag", "develop", "--out", str(tmp_path / "ix"), "-q"]) == 0
+    assert _specs(capsys.readouterr().out) == demo[1].specs
+
+
+def test_a_listing_of_repositories_reads_every_stack(pushed: Path, tmp_path: Path) -> None:
+    with OciReader(None) as reader:
+        report = build_index([pushed], tmp_path / "ix", reader=reader)
+    assert report.caches == 3
+    assert report.tags["develop"] == SPECS
+
+
+def test_an_unchanged_repository_is_not_downloaded_again(
+    registry: Registry, pushed: Path, tmp_path: Path
+) -> None:
+    root = registry.url("demo/cache")
+    with OciReader(tmp_path / "cache") as first:
+        build_index([root], tmp_path / "ix1", tag="develop", reader=first)
+    assert first.downloaded > 1000
+    with OciReader(tmp_path / "cache") as second:
+        build_index([root], tmp_path / "ix2", tag="develop", reader=second)
+    assert second.downloaded == 0  # the manifest answered 304, the index blob cached by digest
+
+
+def test_a_moved_tag_is_read_anew(registry: Registry, tmp_path: Path) -> None:
+    root = registry.url("moving")
+    index = orjson.dumps({"database": {"version": "8", "installs": {}}})
+    with OciReader(None) as pusher, OciReader(tmp_path / "cache") as reader:
+        push_index_image(pusher, root, index)
+        first = reader.read(root + ":index.spack")
+        push_index_image(pusher, root, index + b" ")  # the tag now names another manifest
+        second = reader.read(root + ":index.spack")
+        assert reader.read(root + ":index.spack") == second  # 304: the cached copy
+    assert first != second
+
+
+def test_a_missing_tag_or_repository_is_a_clear_problem(
+    registry: Registry, pushed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = registry.url("no/such/repo")
+    code = main(["index", missing, "--tag", "develop", "--out", str(tmp_path / "ix"), "-q"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"{missing}:index.spack" in err
+    assert "HTTP 404 Not Found: manifest unknown (no tag index.spack)" in err
+    # The rest still loads; --strict fails instead.
+    good = registry.url("demo/cache")
+    listing = tmp_path / "listing.json"
+    listing.write_bytes(
+        orjson.dumps({"develop": [{"label": "root", "url": good}, {"label": "x", "url": missing}]})
+    )
+    with OciReader(None) as reader:
+        report = build_index([listing], tmp_path / "ix", reader=reader)
+        assert report.tags == {"develop": SPECS}
+        assert [p.path for p in report.problems if "manifest unknown" in p.message] == [missing]
+        with pytest.raises(StrictModeError, match="no/such/repo"):
+            build_index([listing], tmp_path / "ix2", reader=reader, strict=True)
+
+
+def test_a_blob_that_is_not_what_its_digest_says_is_refused(
+    registry: Registry, pushed: Path
+) -> None:
+    with OciReader(None) as reader:
+        manifest = orjson.loads(reader.read(registry.url("demo/cache") + ":index.spack"))
+        digest = manifest["layers"][0]["digest"]
+        blob = registry.url("demo/cache") + "@" + digest
+        with pytest.raises(ReadError, match=r"digest mismatch: expected sha256:0{64}"):
+            reader.read_verified(blob, "0" * 64)
+
+
+@pytest.fixture(scope="module")
+def basic_registry(
+    tmp_path_factory: pytest.TempPathFactory, demo: tuple[Path, MirrorSummary]
+) -> Iterator[Registry]:
+    running = Registry(tmp_path_factory.mktemp("basic"), auth="htpasswd")
+    yield running
+    running.close()
+
+
+def _pushed_with_credentials(registry: Registry, index_json: bytes) -> str:
+    root = registry.url("private/cache")
+    os.environ["TEST_OCI_USER"], os.environ["TEST_OCI_PASS"] = USERNAME, PASSWORD
+    with OciReader(
+        None, username_variable="TEST_OCI_USER", password_variable="TEST_OCI_PASS"
+    ) as reader:
+        push_index_image(reader, root, index_json)
+    return root
+
+
+@pytest.mark.parametrize("kind", ["basic", "bearer"])
+def test_credentials_from_variables_named_on_the_command_line(
+    kind: str,
+    basic_registry: Registry,
+    demo: tuple[Path, MirrorSummary],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    token_server = TokenServer() if kind == "bearer" else None
+    registry = (
+        basic_registry
+        if token_server is None
+        else Registry(tmp_path / "bearer", auth=token_server.url)
+    )
+    try:
+        index_json = (demo[0] / "stacks" / "root" / "build_cache" / "index.json").read_bytes()
+        root = _pushed_with_credentials(registry, index_json)
+        out = tmp_path / "ix"
+        # Without a credential: refused, and the message says what to give.
+        monkeypatch.delenv("TEST_OCI_USER")
+        monkeypatch.delenv("TEST_OCI_PASS")
+        assert main(["index", root, "--tag", "develop", "--out", str(out), "-q", "--strict"]) == 1
+        err = capsys.readouterr().err
+        assert root in err
+        assert ("--oci-username-variable" in err) or ("refused anonymously" in err)
+        # A wrong password: the message names the username and where it came from, never it.
+        monkeypatch.setenv("U", USERNAME)
+        monkeypatch.setenv("P", "wrong-" + PASSWORD)
+        flags = ["--oci-username-variable", "U", "--oci-password-variable", "P"]
+        assert main(["index", root, "--tag", "develop", "--out", str(out), "-q", *flags]) == 1
+        err = capsys.readouterr().err
+        assert "username 'alice' from environment variables U/P" in err
+        assert "401" in err
+        assert PASSWORD not in err
+        # The right one: indexed, and the password is nowhere in the output or the index.
+        monkeypatch.setenv("P", PASSWORD)
+        assert main(["index", root, "--tag", "develop", "--out", str(out), "-q", *flags]) == 0
+        printed = capsys.readouterr()
+        assert PASSWORD not in printed.out + printed.err
+        assert _specs(printed.out) == demo[1].specs
+        for path in out.resolve().rglob("*"):
+            if path.is_file():
+                assert PASSWORD.encode() not in path.read_bytes(), path
+        if token_server is not None:  # the registry's challenge sent us to the token service
+            assert any(r["authorization"].startswith("Basic ") for r in token_server.requests)
+    finally:
+        if token_server is not None:
+            registry.close()
+            token_server.close()
+
+
+def test_credentials_from_docker_config(
+    basic_registry: Registry,
+    demo: tuple[Path, MirrorSummary],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    index_json = (demo[0] / "stacks" / "root" / "build_cache" / "index.json").read_bytes()
+    root = _pushed_with_credentials(basic_registry, index_json)
+    docker = tmp_path / "docker"
+    docker.mkdir()
+    auth = base64.b64encode(f"{USERNAME}:{PASSWORD}".encode()).decode()
+    (docker / "config.json").write_bytes(
+        orjson.dumps({"auths": {basic_registry.host: {"auth": auth}}})
+    )
+    assert main(["index", root, "--tag", "develop", "--out", str(tmp_path / "ix"), "-q"]) == 0
+    assert _specs(capsys.readouterr().out) == demo[1].specs
+
+
+def test_a_credential_variable_that_is_not_set_is_named(
+    basic_registry: Registry, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = basic_registry.url("private/cache")
+    flags = ["--oci-username-variable", "NO_SUCH_U", "--oci-password-variable", "NO_SUCH_P"]
+    assert main(["index", root, "--tag", "t", "--out", str(tmp_path / "ix"), "-q", *flags]) == 1
+    assert "environment variable NO_SUCH_U, NO_SUCH_P is not set" in capsys.readouterr().err

@@ -1,0 +1,207 @@
+"""`cachegql index s3://...` against moto's S3 server on 127.0.0.1 (layouts v2 and v3, a
+listing, ETag revalidation, credentials and unsigned reads, refusals), and the
+differential test: one generated mirror read from a folder, over http, from an OCI
+registry and from S3 answers the API byte for byte the same."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import orjson
+import pytest
+
+from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
+from cachegql.index import BuildError, StrictModeError, build_index
+from cachegql.server.cli import main
+from cachegql.server.oci import OciReader
+from cachegql.server.push import push_oci, push_s3
+from cachegql.server.remote import RemoteOptions, RemoteReader
+from cachegql.server.s3 import S3Reader
+from tests.conftest import serving
+from tests.http_fixture import MirrorHTTPServer
+from tests.remote_servers import MotoServer, Registry
+
+SECRET = "moto-secret-key-never-printed"
+
+
+@pytest.fixture(autouse=True)
+def aws_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Credentials from the environment (boto3's chain), nothing from the user's files."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("CACHEGQL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, MirrorSummary]:
+    out = tmp_path_factory.mktemp("demo")
+    config = MirrorConfig(specs=150, packages=30, stacks=2, seed=5, tag="develop")
+    return out, write_mirror(config, out)
+
+
+@pytest.fixture(scope="module")
+def moto(
+    tmp_path_factory: pytest.TempPathFactory, demo: tuple[Path, MirrorSummary]
+) -> Iterator[MotoServer]:
+    """moto with the demo uploaded to a private bucket `mirrors` and to a public-read
+    bucket `public` (prefix `develop`)."""
+    server = MotoServer(tmp_path_factory.mktemp("moto"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
+        patch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        client = boto3.session.Session().client("s3", endpoint_url=server.endpoint)
+        client.create_bucket(Bucket="mirrors")
+        client.create_bucket(Bucket="public", ACL="public-read")
+        push_s3(demo[0], "s3://mirrors/develop", server.endpoint)
+        push_s3(demo[0], "s3://public/develop", server.endpoint)
+    yield server
+    server.close()
+
+
+def _flags(moto: MotoServer) -> list[str]:
+    return ["--s3-endpoint-url", moto.endpoint, "-q"]
+
+
+@pytest.mark.parametrize("layout", ["mirror", "stacks/root"])
+def test_a_mirror_in_a_bucket_is_indexed(
+    layout: str,
+    moto: MotoServer,
+    demo: tuple[Path, MirrorSummary],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = f"s3://mirrors/develop/{layout}"
+    args = ["index", url, "--tag", "develop", "--out", str(tmp_path / "ix"), *_flags(moto)]
+    assert main(args) == 0
+    assert f", {demo[1].specs} specs," in capsys.readouterr().out
+
+
+def test_a_listing_in_a_bucket_resolves_relative_urls(
+    moto: MotoServer, demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    with S3Reader(None, endpoint_url=moto.endpoint) as reader:
+        report = build_index(
+            ["s3://mirrors/develop/cache_spack_io_index.json"], tmp_path / "ix", reader=reader
+        )
+    assert report.caches == len(demo[1].stacks)
+    assert report.tags == {"develop": demo[1].specs}
+
+
+def test_an_unchanged_bucket_is_not_downloaded_again(moto: MotoServer, tmp_path: Path) -> None:
+    source = ["s3://mirrors/develop/cache_spack_io_index.json"]
+    with S3Reader(tmp_path / "c", endpoint_url=moto.endpoint) as first:
+        build_index(source, tmp_path / "ix1", reader=first)
+    assert first.downloaded > 1000
+    with S3Reader(tmp_path / "c", endpoint_url=moto.endpoint) as second:
+        build_index(source, tmp_path / "ix2", reader=second)
+    assert second.downloaded == 0  # the listing answered 304, the indexes cached by checksum
+
+
+def test_a_public_bucket_is_read_without_credentials_a_private_one_is_not(
+    moto: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    with S3Reader(None, endpoint_url=moto.endpoint) as reader:
+        assert reader.who == "no credentials (unsigned requests)"
+        public = build_index(
+            ["s3://public/develop/mirror"], tmp_path / "ix", tag="t", reader=reader
+        )
+        assert public.specs > 0
+        with pytest.raises(BuildError, match=r"access denied \(403\) with no credentials"):
+            build_index(["s3://mirrors/develop/mirror"], tmp_path / "ix", tag="t", reader=reader)
+
+
+def test_a_missing_bucket_or_key_is_a_clear_problem(
+    moto: MotoServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["index", "s3://no-such-bucket/x.json", "--tag", "t", "--out", str(tmp_path / "ix")]
+    assert main([*args, *_flags(moto)]) == 1
+    expected = "s3://no-such-bucket/x.json: no such bucket 'no-such-bucket' (NoSuchBucket)"
+    assert expected in capsys.readouterr().err
+    listing = tmp_path / "listing.json"
+    listing.write_bytes(
+        orjson.dumps(
+            {
+                "develop": [
+                    {"label": "root", "url": "s3://mirrors/develop/mirror"},
+                    {"label": "gone", "url": "s3://mirrors/gone/"},
+                ]
+            }
+        )
+    )
+    with S3Reader(None, endpoint_url=moto.endpoint) as reader:
+        report = build_index([listing], tmp_path / "ix", reader=reader)
+        assert [p.path for p in report.problems if "no build cache" in p.message] == [
+            "s3://mirrors/gone/"
+        ]
+        with pytest.raises(StrictModeError, match="s3://mirrors/gone/"):
+            build_index([listing], tmp_path / "ix2", reader=reader, strict=True)
+
+
+def test_refused_credentials_are_named_without_their_secret(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that checks signatures (moto with authentication on) refuses unknown keys."""
+    monkeypatch.setenv("INITIAL_NO_AUTH_ACTION_COUNT", "0")
+    server = MotoServer(tmp_path / "private")
+    try:
+        args = ["index", "s3://private/mirror/index.json", "--tag", "t"]
+        code = main([*args, "--out", str(tmp_path / "ix"), *_flags(server)])
+        err = capsys.readouterr().err
+    finally:
+        server.close()
+    assert code == 1
+    assert "s3://private/mirror/index.json: access denied" in err
+    assert "with credentials from boto3's chain (env)" in err
+    assert SECRET not in err
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    running = Registry(tmp_path_factory.mktemp("registry"))
+    yield running
+    running.close()
+
+
+_QUERY = """{
+  stacks(tag: "develop") { name numSpecs numPackages }
+  specs(tag: "develop", first: 1000) {
+    totalCount
+    edges { node { hash name version os platform target stacks format namespace sizeBytes
+      compiler { name version } dependencies { name hash deptypes } } }
+  }
+}"""
+
+
+def test_every_kind_of_source_gives_the_same_answers(
+    moto: MotoServer, registry: Registry, demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    out, summary = demo
+    with OciReader(None) as pusher:
+        oci_listing = push_oci(
+            pusher, out, registry.url("same"), [s for s, _ in summary.stacks], summary.tag
+        )
+    answers = {}
+    options = RemoteOptions(tmp_path / "cache", s3_endpoint_url=moto.endpoint)
+    with MirrorHTTPServer(out) as http, RemoteReader(options) as reader:
+        sources = {
+            "folder": str(out / "cache_spack_io_index.json"),
+            "http": http.url_for("cache_spack_io_index.json"),
+            "s3": "s3://mirrors/develop/cache_spack_io_index.json",
+            "oci": str(oci_listing),
+        }
+        for kind, source in sources.items():
+            build_index([source], tmp_path / kind, reader=reader)
+            with serving(tmp_path / kind, max_first=1000) as client:
+                answers[kind] = orjson.dumps(client.data(_QUERY))
+    assert len(orjson.loads(answers["folder"])["specs"]["edges"]) == summary.specs
+    assert answers["http"] == answers["folder"]
+    assert answers["s3"] == answers["folder"]
+    assert answers["oci"] == answers["folder"]
