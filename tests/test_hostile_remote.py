@@ -232,7 +232,8 @@ def test_a_refused_listing_entry_is_a_problem_naming_it() -> None:
     assert [entry.label for entry in entries] == ["root"]
     assert [str(problem) for problem in problems] == [
         f"{LISTING}: entry 'mine' of tag 'develop' skipped: file:///m is a local file; a source "
-        "read from the network may only name network sources (http, https); not read"
+        "read from the network may only name network sources (http, https, oci, oci+http, s3); "
+        "not read"
     ]
 
 
