@@ -477,7 +477,12 @@ def peer(
                 peer_datasette.stop_server(process)
 
 
-MIRROR_TARGETS: dict[str, float] = {"dependency_name": 5.0, "depends_on_name": 5.0}
+MIRROR_TARGETS: dict[str, float] = {
+    "dependency_name": 5.0,
+    "depends_on_name": 5.0,
+    "name_and_dependency": 5.0,
+    "dependents_of_zlib": 5.0,
+}
 
 
 def mirror_phase(report: Report, specs: int, packages: int, seed: int, venv: Path = VENV) -> None:
@@ -651,6 +656,8 @@ def _mirror_rows(mirror: dict[str, Any]) -> list[str]:
         f"{build['size_mb']} MB on disk, peak RSS {build['peak_rss_mb']} MB | <= 60 s |",
         f"| build-cache serving RSS (1 worker, after the queries) | {mirror['serving_rss_mb']} MB "
         f"| <= 300 MB |",
+        f"| build-cache serve start to first answer | {mirror['start_to_first_answer_s']} s "
+        "| <= 3 s |",
     ]
     for name, stats in mirror["in_process"].items():
         limit = MIRROR_TARGETS.get(name)

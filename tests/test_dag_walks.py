@@ -41,9 +41,7 @@ def _names(tag: Snapshot) -> list[str]:
 
 def _oracle(dag: Dag) -> list[frozenset[int]]:
     """For each node, every node it depends on at any depth (itself excluded)."""
-    children = [
-        [e.target for e in edges or ()] for edges in dag.edges(list(range(dag.num_nodes)))
-    ]
+    children = [[e.target for e in edges or ()] for edges in dag.edges(list(range(dag.num_nodes)))]
 
     @cache
     def below(node: int) -> frozenset[int]:
