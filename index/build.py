@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import resource
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,6 +44,8 @@ class BuildReport:
     problems: list[Problem] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
     merged_duplicates: int = 0
+    # The process's peak resident memory so far (the build's, when it runs the CLI).
+    peak_rss_mb: int = 0
 
     def summary(self) -> str:
         read = f"{self.pages} pages"
@@ -50,7 +53,8 @@ class BuildReport:
             read += f" and {self.caches} build cache{'s' if self.caches != 1 else ''}"
         return (
             f"indexed {read}, {self.specs} specs, {len(self.tags)} tags, "
-            f"{len(self.problems)} problems in {self.seconds:.1f} s -> {self.out}"
+            f"{len(self.problems)} problems in {self.seconds:.1f} s, peak RSS "
+            f"{self.peak_rss_mb} MB -> {self.out}"
         )
 
 
@@ -98,6 +102,7 @@ def build_index(
         problems=ingested.problems,
         skipped=ingested.skipped,
         merged_duplicates=ingested.merged_duplicates,
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
     )
 
 

@@ -17,7 +17,8 @@ from tests.page_factory import page_text, spec, write_page
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = re.compile(
-    r"^indexed (\d+) pages, (\d+) specs, (\d+) tags, (\d+) problems in (\d+\.\d) s -> (.+)$"
+    r"^indexed (\d+) pages, (\d+) specs, (\d+) tags, (\d+) problems in (\d+\.\d) s, "
+    r"peak RSS (\d+) MB -> (.+)$"
 )
 SUBCOMMANDS = ["index", "serve", "demo-data", "schema"]
 
@@ -37,7 +38,8 @@ def _summary(stdout: str) -> tuple[int, int, int, int, str]:
     """The numbers and output path of the summary line, the last line of stdout."""
     match = SUMMARY.match(stdout.strip().splitlines()[-1])
     assert match, f"no summary line in stdout: {stdout!r}"
-    pages, specs, tags, problems, _, out = match.groups()
+    pages, specs, tags, problems, _, peak, out = match.groups()
+    assert int(peak) > 0, "the build states its peak memory"
     return int(pages), int(specs), int(tags), int(problems), out
 
 

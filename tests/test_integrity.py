@@ -301,9 +301,9 @@ DAMAGES: dict[str, tuple[Damage, str, str]] = {
 }
 
 DAG_DAMAGES: dict[str, tuple[Damage, str, str]] = {
-    "missing closure": (
-        _unlink("tags/0/dag/closure.items.npy"),
-        "tags/0/dag/closure.items.npy",
+    "missing parents": (
+        _unlink("tags/0/dag/parents.items.npy"),
+        "tags/0/dag/parents.items.npy",
         "is missing",
     ),
     "dag.json not JSON": (

@@ -1,7 +1,10 @@
-"""A tag's dependency DAG, read back: edges, direct dependents and closure postings.
+"""A tag's dependency DAG, read back: edges, their reverse (parents), and hub sets.
 
 Node ids are the tag's spec rows `0..n-1`, then `n + row` for the rows of its `nodes/`
-table (see `index.disk.dagwrite`).
+table (see `index.disk.dagwrite`). "What depends on these nodes" is a walk up the
+parents from them (`index.disk.walk`), so its cost follows the answer; the packages that
+most of the tag depends on (`zlib`, `gcc-runtime`) have their answer precomputed as one
+bit per spec, as a walk from them would visit most of the tag.
 """
 
 from __future__ import annotations
@@ -13,16 +16,14 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from cachegql.index.budget import check
-from cachegql.index.disk.columns import IdArray, Postings, Rows, load_array
+from cachegql.index.disk.columns import IdArray, Mask, Offsets, Postings, Rows, load_array
 from cachegql.index.disk.layout import DAG_FILE, DEPTYPES
+from cachegql.index.disk.walk import ancestors, reaching
 
 __all__ = ["Dag", "EdgeData"]
 
-# Above this share of the specs, a union of posting lists costs more than a mask.
-_MASK_SHARE = 0.05
-# Nodes whose closures are merged between two checks of the time budget.
-_NODES_PER_CHECK = 1024
+# Above this share of the nodes, testing candidates walks more than the whole answer.
+_TEST_SHARE = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,7 @@ class EdgeData:
 
 
 class Dag:
-    """The edges of every node and, per node, the nodes that depend on it."""
+    """The edges of every node, the nodes that depend on each, and the hubs' answers."""
 
     def __init__(self, folder: Path) -> None:
         meta = json.loads((folder / DAG_FILE).read_text())
@@ -43,14 +44,15 @@ class Dag:
         self.num_nodes: int = meta["nodes"]
         self.virtual_sets = [tuple(v) for v in meta["virtuals"]]
         self.name_ids = {name: i for i, name in enumerate(meta["names"])}
-        self.edge_offsets: Rows = load_array(folder, "edges.offsets")
+        self.hub_bits = {name: i for i, name in enumerate(meta["hubs"])}
+        self.edge_offsets: Offsets = load_array(folder, "edges.offsets")
         self.edge_targets: Rows = load_array(folder, "edges.targets")
         self.edge_deptypes: Rows = load_array(folder, "edges.deptypes")
         self.edge_virtuals: Rows = load_array(folder, "edges.virtuals")
         self.recorded: npt.NDArray[np.bool_] = load_array(folder, "edges.recorded")
-        self.dependents = Postings.load(folder, "dependents")
-        self.closure = Postings.load(folder, "closure")
-        self.by_name = Postings.load(folder, "names")
+        self.parents = Postings.read(folder, "parents", self.num_nodes, self.num_nodes)
+        self.by_name = Postings.read(folder, "names", len(self.name_ids), self.num_nodes)
+        self.hubs: npt.NDArray[np.uint64] = load_array(folder, "hubs", "uint64", self.num_specs)
 
     def edges(self, nodes: list[int]) -> list[list[EdgeData] | None]:
         """The direct edges of each node, in the order its source lists them; None for a
@@ -74,37 +76,37 @@ class Dag:
             )
         return result
 
-    def specs_depending_on_name(self, name: str) -> Rows:
-        """The spec rows whose DAG has a node of package `name`, ascending."""
+    def dependents(self, node: int) -> Rows:
+        """The spec rows that depend on `node` directly, ascending."""
+        parents = self.parents(node)
+        rows: Rows = parents[: int(np.searchsorted(parents, self.num_specs))]
+        return rows
+
+    def named(self, name: str) -> Rows:
+        """The nodes of package `name`, ascending."""
         name_id = self.name_ids.get(name)
         return _EMPTY if name_id is None else self.by_name(name_id)
 
-    def specs_depending_on(self, nodes: IdArray) -> Rows:
-        """The spec rows whose DAG contains any of `nodes` (at any depth), ascending."""
-        merged = self.depending_on(nodes)
-        # Node ids below num_specs are spec rows; the postings are sorted.
-        rows: Rows = merged[: int(np.searchsorted(merged, self.num_specs))]
-        return rows
+    def hub_rows(self, bit: int, rows: Rows | None = None) -> Mask:
+        """Whether each of `rows` (every spec row by default) depends on a node of the hub
+        package `bit` (see `hub_bits`)."""
+        words = self.hubs if rows is None else self.hubs[rows]
+        found: Mask = (words >> np.uint64(bit)) & np.uint64(1) != 0
+        return found
 
     def depending_on(self, nodes: IdArray) -> Rows:
         """The node ids whose DAG contains any of `nodes` (at any depth), ascending."""
-        closure = self.closure
         if not len(nodes):
             return _EMPTY
-        offsets = closure.offsets
-        total = int((offsets[nodes + 1] - offsets[nodes]).sum())
-        if len(nodes) == 1 or total <= _MASK_SHARE * self.num_specs:
-            parts = [closure(int(node)) for node in nodes.tolist()]
-            merged = np.unique(np.concatenate(parts)) if len(parts) > 1 else parts[0]
-        else:
-            mask = np.zeros(self.num_nodes, dtype=np.bool_)
-            for i, node in enumerate(nodes.tolist()):
-                if not i % _NODES_PER_CHECK:
-                    check()
-                mask[closure(node)] = True
-            merged = np.flatnonzero(mask).astype(np.int32)
-        result: Rows = merged
-        return result
+        seen = ancestors(self.parents, nodes, self.num_nodes)
+        return np.flatnonzero(seen).astype(np.int32)
+
+    def test_depending_on(self, matched: Mask, candidates: Rows) -> Mask | None:
+        """For each of the `candidates` node ids, whether its DAG contains a `matched`
+        node; None when so many candidates are cheaper to answer with the whole set."""
+        if len(candidates) > _TEST_SHARE * self.num_nodes:
+            return None
+        return reaching(self.parents, self.edge_offsets, self.edge_targets, matched, candidates)
 
 
 def _deptypes(mask: int) -> tuple[str, ...]:

@@ -1,28 +1,34 @@
-"""Write a tag's dependency DAG: direct edges, direct dependents, and closure postings.
+"""Write a tag's dependency DAG: direct edges, their reverse (parents), the nodes of
+each package, and the hubs' answers.
 
 Node ids: the tag's binaries are its spec rows `0..n-1`; its other nodes (outside the
-cache, or known only by an edge) are the rows of its `nodes/` table, as `n + row`. For
-each node, the closure postings list every node that depends on it at any depth, so
-that `^zlib` is a union of posting lists rather than a walk of the DAG per query.
+cache, or known only by an edge) are the rows of its `nodes/` table, as `n + row`. No
+closure is stored (it grows as nodes x ancestors: 2.4 GB at 1M specs): a query walks
+the parents from the nodes it matched. The packages most edges point to (`HUBS`) keep
+one bit per spec instead, as a walk from them would visit most of the tag.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from cachegql.index.disk.columns import Offsets, Postings, Rows
 from cachegql.index.disk.layout import DAG_FILE, DAG_FOLDER, DEPTYPES
+from cachegql.index.disk.walk import gather
 from cachegql.index.ingest.spackdb import Edge
 
 __all__ = ["CycleError", "write_dag"]
 
 
 MAX_DEPTH = 10_000
-CHUNK = 20_000_000  # pairs sorted at once when inverting the closure
+# Packages whose answer is kept as a bit per spec: one 64-bit word per spec.
+HUBS = 64
 
 
 class CycleError(ValueError):
@@ -67,18 +73,21 @@ def write_dag(
     np.save(folder / "edges.recorded.npy", recorded)
 
     sources = np.repeat(np.arange(num_nodes, dtype=np.int32), lengths)
-    from_specs = sources < num_specs
-    _save(folder, "dependents", _group(target_ids[from_specs], sources[from_specs], num_nodes))
-    below = _below(offsets, target_ids, num_nodes)
-    _save(folder, "closure", _invert(below, num_nodes))
+    _save(folder, "parents", _group(target_ids, sources, num_nodes))
     package_names = sorted(set(names))
     name_ids = {name: i for i, name in enumerate(package_names)}
     name_of = np.array([name_ids[n] for n in names], dtype=np.int32)
-    _save(folder, "names", _by_name(below, name_of, num_specs, len(package_names)))
+    _save(
+        folder, "names", _group(name_of, np.arange(num_nodes, dtype=np.int32), len(package_names))
+    )
+    depth = _depths(offsets, target_ids, num_nodes)
+    hubs = _hub_names(name_of, target_ids, len(package_names))
+    np.save(folder / "hubs.npy", _hub_bits(offsets, target_ids, depth, name_of, hubs)[:num_specs])
     meta = {
         "specs": num_specs,
         "nodes": num_nodes,
         "names": package_names,
+        "hubs": [package_names[h] for h in hubs.tolist()],
         "virtuals": [list(v) for v in sorted(virtual_sets, key=virtual_sets.__getitem__)],
     }
     (folder / DAG_FILE).write_text(json.dumps(meta), encoding="utf-8")
@@ -102,63 +111,46 @@ def _group(keys: Rows, items: Rows, num_keys: int) -> Postings:
     return Postings(grouped[keep], offsets)
 
 
-def _below(offsets: Offsets, targets: Rows, num_nodes: int) -> list[Rows]:
-    """For each node, every node it depends on at any depth (itself excluded), sorted."""
-    below: list[Rows] = [_EMPTY] * num_nodes
-    for node in _dependencies_first(offsets, targets, num_nodes):
-        direct = targets[offsets[node] : offsets[node + 1]]
-        if not len(direct):
-            continue
-        parts = [direct, *(below[d] for d in direct.tolist() if len(below[d]))]
-        below[node] = np.unique(np.concatenate(parts)) if len(parts) > 1 else np.unique(direct)
-    return below
-
-
-def _by_name(below: list[Rows], name_of: Rows, num_specs: int, num_names: int) -> Postings:
-    """For each package name, the specs whose DAG has a node of that name: `^zlib` is then
-    one posting list, however many zlib nodes there are (1,805 at 100k specs)."""
-    per_spec = [np.unique(name_of[below[row]]) for row in range(num_specs)]
-    return _invert(per_spec, num_names)
-
-
-def _invert(below: list[Rows], num_keys: int) -> Postings:
-    """Turn `below` (owner -> the keys it holds) into key -> its owners, ascending, in
-    slices of the keys, so that no sort ever holds more than CHUNK pairs."""
-    num_owners = len(below)
-    lengths = np.fromiter((len(b) for b in below), dtype=np.int64, count=num_owners)
-    members = np.concatenate(below).astype(np.int32) if num_owners else _EMPTY
-    owners_start = np.zeros(num_owners + 1, dtype=np.int64)
-    np.cumsum(lengths, out=owners_start[1:])
-    counts = np.bincount(members, minlength=num_keys)
-    offsets = np.zeros(num_keys + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    items = np.empty(len(members), dtype=np.int32)
-    step = max(1, num_keys * CHUNK // max(len(members), 1))
-    for lo in range(0, num_keys, step):
-        hi = min(num_keys, lo + step)
-        picked = np.flatnonzero((members >= lo) & (members < hi))
-        # Owners of each pair, in ascending order since `below` is in node order.
-        owner_ids = np.searchsorted(owners_start, picked, side="right").astype(np.int32) - 1
-        order = np.argsort(members[picked], kind="stable")
-        items[offsets[lo] : offsets[hi]] = owner_ids[order]
-    return Postings(items, offsets)
-
-
-def _dependencies_first(offsets: Offsets, targets: Rows, num_nodes: int) -> list[int]:
-    """The nodes ordered so that each comes after all of its dependencies."""
+def _depths(offsets: Offsets, targets: Rows, num_nodes: int) -> npt.NDArray[np.int64]:
+    """Each node's depth: 0 for a leaf, else one more than its deepest dependency."""
     depth = np.zeros(num_nodes, dtype=np.int64)
     has_edges = np.flatnonzero(np.diff(offsets))
     for _ in range(min(num_nodes, MAX_DEPTH) + 1):
         if not len(has_edges):
-            break
+            return depth
         below = np.maximum.reduceat(depth[targets], offsets[has_edges]) + 1
-        changed = below != depth[has_edges]
-        if not changed.any():
-            return list(np.argsort(depth, kind="stable").tolist())
+        if not (below != depth[has_edges]).any():
+            return depth
         depth[has_edges] = np.maximum(depth[has_edges], below)
-    else:
-        raise CycleError(f"the dependencies form a cycle (or a chain deeper than {MAX_DEPTH})")
-    return list(range(num_nodes))
+    raise CycleError(f"the dependencies form a cycle (or a chain deeper than {MAX_DEPTH})")
+
+
+def _hub_names(name_of: Rows, targets: Rows, num_names: int) -> Rows:
+    """The packages depended on directly by the most edges, at most HUBS of them: those
+    whose answer a walk would find by visiting most of the tag."""
+    counts = np.bincount(name_of[targets], minlength=num_names) if len(targets) else _EMPTY
+    ranked = np.argsort(-counts, kind="stable")[:HUBS]
+    return np.sort(ranked[counts[ranked] > 0]).astype(np.int32)
+
+
+def _hub_bits(
+    offsets: Offsets, targets: Rows, depth: npt.NDArray[np.int64], name_of: Rows, hubs: Rows
+) -> npt.NDArray[np.uint64]:
+    """For each node, bit i set when it depends (at any depth) on a node of `hubs[i]`:
+    computed a depth at a time, each node OR-ing what its direct dependencies hold."""
+    bit_of = np.full(int(name_of.max(initial=0)) + 1, 0, dtype=np.uint64)
+    bit_of[hubs] = np.left_shift(np.uint64(1), np.arange(len(hubs), dtype=np.uint64))
+    own = bit_of[name_of] if len(name_of) else np.zeros(0, dtype=np.uint64)
+    bits = np.zeros(len(depth), dtype=np.uint64)
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(1, int(depth.max(initial=0)) + 2))
+    for lo, hi in itertools.pairwise(bounds.tolist()):
+        level = order[lo:hi]
+        below = gather(offsets, targets, level)
+        lengths = offsets[level + 1] - offsets[level]  # above depth 0: never empty
+        starts = np.cumsum(lengths) - lengths
+        bits[level] = np.bitwise_or.reduceat(bits[below] | own[below], starts)
+    return bits
 
 
 def _save(folder: Path, name: str, postings: Postings) -> None:

@@ -6,7 +6,7 @@ size and checksum of every other file of the build) and a folder per tag: numpy 
 `dictionaries.json` (each column's distinct values), the tarball names as one blob, and
 a whoosh index in `text/`. A tag read from build caches also
 has `nodes/` (the same columns for the DAG nodes that are not its binaries) and `dag/`
-(edges, direct dependents and closure postings over node ids).
+(edges, their reverse and the hubs' bits over node ids).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ __all__ = [
 
 # Bump when the files change, so that older builds are refused with a clear message.
 # 5: the manifest lists every file with its size and checksum.
-FORMAT_VERSION = 5
+# 6: `dag/` keeps the parents of each node and the hubs' bits, not the closure.
+FORMAT_VERSION = 6
 MANIFEST = "manifest.json"
 # The manifest's checksum of each file. SHA-256 rather than BLAKE2b: with the SHA
 # extensions of current x86 and ARM CPUs, OpenSSL's SHA-256 streams ~1.5 GB/s where

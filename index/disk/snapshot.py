@@ -23,7 +23,6 @@ import numpy.typing as npt
 from cachegql.index.disk.columns import (
     Column,
     FileArray,
-    FilePostings,
     IdArray,
     Offsets,
     Postings,
@@ -176,9 +175,6 @@ class Snapshot:
     def files_on_disk(self) -> list[Path]:
         """The files this snapshot reads while it serves, rather than from memory."""
         files = [self._tarballs.path]
-        if self.dag is not None:
-            postings = (self.dag.dependents, self.dag.closure, self.dag.by_name)
-            files += [p.items.path for p in postings if isinstance(p, FilePostings)]
         return files + (self.nodes.files_on_disk() if self.nodes is not None else [])
 
     @property
@@ -506,10 +502,7 @@ def _dag(folder: Path, snapshot: Snapshot) -> Dag:
         or 0 <= dag.edge_targets.min() <= dag.edge_targets.max() < num_nodes,
         "the virtuals": not edges
         or 0 <= dag.edge_virtuals.min() <= dag.edge_virtuals.max() < len(dag.virtual_sets),
-        "the dependents and closure": len(dag.dependents.offsets)
-        == len(dag.closure.offsets)
-        == num_nodes + 1,
-        "the names": len(dag.by_name.offsets) == len(dag.name_ids) + 1,
+        "the hubs": set(dag.hub_bits) <= set(dag.name_ids) and len(dag.hub_bits) <= 64,
     }
     for what, holds in checks.items():
         if not holds:

@@ -19,7 +19,6 @@ from cachegql.index.query.plan import (
     HashLeaf,
     Node,
     Nothing,
-    RowsLeaf,
     SetLeaf,
     ValuesLeaf,
     conjunction,
@@ -28,6 +27,7 @@ from cachegql.index.query.plan import (
     negation,
     within,
 )
+from cachegql.index.query.reach import DependsLeaf
 from cachegql.index.spack.hashes import prefix_range
 from cachegql.index.spack.specsyntax import SpecQuery, UnsupportedSpecError
 
@@ -149,16 +149,13 @@ def depending_on(
             f"{what} cannot be answered in tag {tag.tag!r}: its sources (cache pages) record "
             "no dependencies; index a Spack build cache to ask about them"
         )
-    if name is not None and snapshot is tag:
-        return RowsLeaf(dag.specs_depending_on_name(name))
+    offset = 0 if snapshot is tag else tag.num_specs
+    if name is not None:
+        return DependsLeaf(dag, offset, snapshot.num_specs, dag.named(name).astype(np.intp), name)
     matched = [build(tag).rows(0, tag.num_specs)]
     if tag.nodes is not None:
         matched.append(build(tag.nodes).rows(0, tag.nodes.num_specs) + tag.num_specs)
-    ids = dag.depending_on(np.concatenate(matched).astype(np.intp))
-    offset = 0 if snapshot is tag else tag.num_specs
-    lo, hi = np.searchsorted(ids, (offset, offset + snapshot.num_specs))
-    rows: Rows = (ids[lo:hi] - offset).astype(np.int32)
-    return RowsLeaf(rows)
+    return DependsLeaf(dag, offset, snapshot.num_specs, np.concatenate(matched).astype(np.intp))
 
 
 def query_node(snapshot: Snapshot, query: SpecQuery, tag: Snapshot | None = None) -> Node:

@@ -1,0 +1,138 @@
+"""The dependency index (parents walked from the matched nodes, hubs' bits) against an
+oracle: each spec's full set of nodes below it, by a plain recursive walk of its edges.
+
+Every package name is asked as `^name` (generated and tested, hub or walk), and random
+sets of nodes as a `dependsOn`, over a generated mirror and Spack's own test mirrors.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cachegql.demo import MirrorConfig, write_mirror
+from cachegql.index import IndexStore, build_index
+from cachegql.index.disk.dag import Dag
+from cachegql.index.disk.dagwrite import CycleError, write_dag
+from cachegql.index.disk.snapshot import Snapshot
+from cachegql.index.ingest.spackdb import Edge
+from cachegql.index.query.reach import DependsLeaf
+from tests.conftest import shared_or_skip
+
+MIRROR = MirrorConfig(specs=1500, packages=120, stacks=3, seed=11, dangling=6)
+SHARED_MIRRORS = [
+    "spack-test-v2_layout-unsigned-db-v7",
+    "spack-test-v2_layout-unsigned-db-v8",
+    "spack-test-v2_layout-signed",
+    "spack-test-legacy_yaml-db-v6",
+]
+
+
+def _names(tag: Snapshot) -> list[str]:
+    """Each node's package name, spec rows then the nodes table's rows."""
+    tables = [tag, *([tag.nodes] if tag.nodes is not None else [])]
+    column = [t.columns["package"] for t in tables]
+    return [c.values[code] for c in column for code in c.codes.tolist()]
+
+
+def _oracle(dag: Dag) -> list[frozenset[int]]:
+    """For each node, every node it depends on at any depth (itself excluded)."""
+    children = [[e.target for e in edges or ()] for edges in dag.edges(list(range(dag.num_nodes)))]
+
+    @cache
+    def below(node: int) -> frozenset[int]:
+        found: set[int] = set()
+        for child in children[node]:
+            found.add(child)
+            found |= below(child)
+        return frozenset(found)
+
+    return [below(n) for n in range(dag.num_nodes)]
+
+
+def _check(tag: Snapshot, rng: random.Random) -> int:
+    """Compare every `^name` and some node sets with the oracle; the number of checks."""
+    dag = tag.dag
+    assert dag is not None
+    below = _oracle(dag)
+    names = _names(tag)
+    tables = [(0, tag.num_specs)]
+    if tag.nodes is not None:
+        tables.append((tag.num_specs, tag.nodes.num_specs))
+    checks = 0
+    queries: list[tuple[np.ndarray, str | None]] = [
+        (dag.named(name).astype(np.intp), name) for name in sorted(set(names))
+    ]
+    for size in (1, 3, 40, dag.num_nodes // 3):
+        picked = sorted(rng.sample(range(dag.num_nodes), min(size, dag.num_nodes)))
+        queries.append((np.array(picked, dtype=np.intp), None))
+    for matched, name in queries:
+        wanted = set(matched.tolist())
+        assert name is None or wanted == {n for n, m in enumerate(names) if m == name}
+        for offset, size in tables:
+            expected = [r for r in range(size) if below[offset + r] & wanted]
+            leaf = DependsLeaf(dag, offset, size, matched, name)
+            sample = np.array(sorted(rng.sample(range(size), min(size, 7))), dtype=np.int32)
+            # Tested before generating: a leaf that has its answer tests with it.
+            assert leaf.test(sample).tolist() == [int(r) in expected for r in sample], name
+            assert leaf.rows(0, size).tolist() == expected, name
+            assert leaf.test(sample).tolist() == [int(r) in expected for r in sample], name
+            checks += 1
+    return checks
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> IndexStore:
+    out = tmp_path_factory.mktemp("dagwalk")
+    summary = write_mirror(MIRROR, out / "m")
+    build_index([summary.mirror], out / "ix", tag="develop")
+    return IndexStore(out / "ix")
+
+
+def test_a_generated_mirror_answers_as_the_oracle(generated: IndexStore) -> None:
+    tag = generated.snapshot("develop")
+    assert tag.dag is not None and tag.dag.hub_bits, "the generated tag has hubs"
+    assert _check(tag, random.Random(1)) > 100
+
+
+def test_a_hub_is_answered_from_its_bits(generated: IndexStore) -> None:
+    dag = generated.snapshot("develop").dag
+    assert dag is not None
+    hub = max(dag.hub_bits, key=lambda name: int(dag.hub_rows(dag.hub_bits[name]).sum()))
+    leaf = DependsLeaf(dag, 0, dag.num_specs, dag.named(hub).astype(np.intp), hub)
+    rows = leaf.rows(0, dag.num_specs)
+    walked = dag.depending_on(dag.named(hub).astype(np.intp))
+    assert rows.tolist() == walked[walked < dag.num_specs].tolist()
+    # The hubs are the packages the most edges point to: most of the tag uses one.
+    assert len(rows) > dag.num_specs // 4
+
+
+def test_many_candidates_are_tested_against_the_whole_answer(generated: IndexStore) -> None:
+    dag = generated.snapshot("develop").dag
+    assert dag is not None
+    matched = np.array([dag.num_specs + 1, 5], dtype=np.intp)
+    candidates = np.arange(dag.num_specs, dtype=np.int32)
+    assert dag.test_depending_on(np.zeros(dag.num_nodes, dtype=np.bool_), candidates) is None
+    leaf = DependsLeaf(dag, 0, dag.num_specs, matched)
+    whole = leaf.test(candidates)
+    assert np.flatnonzero(whole).tolist() == leaf.rows(0, dag.num_specs).tolist()
+    assert not DependsLeaf(dag, 0, 10, matched[:0]).test(candidates[:10]).any()
+
+
+@pytest.mark.parametrize("folder", SHARED_MIRRORS)
+def test_spack_test_mirrors_answer_as_the_oracle(folder: str, tmp_path: Path) -> None:
+    mirror = shared_or_skip() / "mirrors" / folder
+    build_index([mirror], tmp_path / "ix", tag="develop")
+    tag = IndexStore(tmp_path / "ix").snapshot("develop")
+    assert tag.dag is not None, f"{folder} has dependencies"
+    assert _check(tag, random.Random(2)) > 0
+
+
+def test_a_cycle_is_refused(tmp_path: Path) -> None:
+    edges = {"a": [Edge("y", "b", ("link",), ())], "b": [Edge("x", "a", ("link",), ())]}
+    with pytest.raises(CycleError, match="cycle"):
+        write_dag(tmp_path, edges, ["a", "b"], [], ["x", "y"])
