@@ -61,6 +61,7 @@ from cachegql.index.query.criteria import (
     parse_variant_constraint,
 )
 from cachegql.index.query.diff import PackageChange, TagDiff, tag_diff
+from cachegql.index.query.hashes import full_hash, missing_hashes
 from cachegql.index.records import Problem, SpecRecord
 from cachegql.index.spack import (
     SHORT_HASH_LENGTH,
@@ -68,6 +69,14 @@ from cachegql.index.spack import (
     Variant,
     format_spec,
     normalize_prefix,
+)
+from cachegql.index.spack.targets import (
+    Microarchitecture,
+    compatibility,
+    host_target,
+    microarchitectures,
+    runs_on,
+    target_names,
 )
 
 __all__ = [
@@ -94,6 +103,7 @@ __all__ = [
     "IndexStore",
     "Inflater",
     "Limit",
+    "Microarchitecture",
     "NotFoundError",
     "OriginError",
     "OverBudgetError",
@@ -120,20 +130,27 @@ __all__ = [
     "UnknownTagError",
     "Variant",
     "build_index",
+    "compatibility",
     "deadline",
     "find_packages",
     "find_spec",
     "find_specs",
     "format_spec",
+    "full_hash",
+    "host_target",
+    "microarchitectures",
+    "missing_hashes",
     "normalize_prefix",
     "over_limit",
     "parse_variant_constraint",
     "received",
     "renewed",
+    "runs_on",
     "shorten",
     "shown",
     "size_bounds",
     "stack",
     "stacks",
     "tag_diff",
+    "target_names",
 ]

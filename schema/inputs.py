@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Optional
 
 import strawberry
 
 from cachegql.index import (
     SPEC_FIELDS,
+    CriteriaError,
     PackageCriteria,
     SpecCriteria,
     StringMatch,
+    full_hash,
     normalize_prefix,
     parse_variant_constraint,
+    runs_on,
 )
 
 __all__ = [
@@ -21,6 +25,7 @@ __all__ = [
     "SpecFilter",
     "SpecFilterArg",
     "StringFilter",
+    "asked_hashes",
     "package_criteria",
     "spec_criteria",
 ]
@@ -65,6 +70,17 @@ class SpecFilter:
         "outside the cache match with the fields the index records. An error on a tag "
         "read from pages, which record no dependencies.",
     )
+    runs_on: str | None = strawberry.field(
+        default=None,
+        description='Binaries that run on this microarchitecture ("zen2"): built for it or for '
+        "one of its ancestors in archspec's DAG (x86_64_v3, zen, x86_64, ...). An unknown "
+        "name is an error naming close matches; the `microarchitectures` query lists them.",
+    )
+    hash: StringFilter | None = strawberry.field(
+        default=None,
+        description="Full hashes: `eq` or `in` (e.g. the 300 hashes of a CI job). The "
+        "connection's `missing` lists those of them that match no spec.",
+    )
 
 
 @strawberry.input
@@ -101,7 +117,7 @@ def spec_criteria(value: SpecFilter | None) -> SpecCriteria | None:
         return None
     # The StringFilter fields of SpecFilter are the spec fields of the index, by name.
     matches = ((f.name, string_match(getattr(value, f.name))) for f in SPEC_FIELDS)
-    return SpecCriteria(
+    criteria = SpecCriteria(
         hash_prefix=None if value.hash_prefix is None else normalize_prefix(value.hash_prefix),
         fields=tuple((name, match) for name, match in matches if match is not None),
         stack=string_match(value.stack),
@@ -112,7 +128,36 @@ def spec_criteria(value: SpecFilter | None) -> SpecCriteria | None:
         if value.or_ is None
         else tuple(spec_criteria(c) or SpecCriteria() for c in value.or_),
         not_=spec_criteria(value.not_),
+        hashes=_hashes(value.hash),
     )
+    if value.runs_on is not None:
+        targets = StringMatch(in_=runs_on(value.runs_on))
+        runs = SpecCriteria(fields=(("target", targets),))
+        criteria = replace(criteria, all_of=(*criteria.all_of, runs))
+    return criteria
+
+
+def _hashes(value: StringFilter | None) -> tuple[str, ...] | None:
+    """The full hashes of a `hash` filter: those of `eq` and of `in` (both must hold)."""
+    if value is None:
+        return None
+    if value.prefix is not None or value.contains is not None or value.ne is not None:
+        raise CriteriaError("hash takes eq and in (full hashes); use hashPrefix for a prefix")
+    eq = None if value.eq is None else {full_hash(value.eq)}
+    in_ = None if value.in_ is None else {full_hash(h) for h in value.in_}
+    if eq is None and in_ is None:
+        return None
+    if eq is not None and in_ is not None:
+        return tuple(sorted(eq & in_))
+    return tuple(sorted(eq or in_ or ()))
+
+
+def asked_hashes(value: SpecFilter | None) -> list[str]:
+    """The full hashes a filter's top-level `hash` names, in the order given, once each."""
+    if value is None or value.hash is None:
+        return []
+    listed = ([value.hash.eq] if value.hash.eq is not None else []) + list(value.hash.in_ or ())
+    return list(dict.fromkeys(full_hash(h) for h in listed))
 
 
 def package_criteria(value: PackageFilter | None) -> PackageCriteria | None:

@@ -70,6 +70,7 @@ from cachegql.index import BUCKET_FIELDS, FACETS, SizeBounds, size_bounds
 from cachegql.schema.context import Context
 from cachegql.schema.errors import QUERY_TOO_COMPLEX
 from cachegql.schema.pagination import DEFAULT_FIRST, DEFAULT_MAX_FIRST
+from cachegql.schema.question_limits import QUESTION_BOUNDS
 
 __all__ = [
     "CONNECTION_FIELDS",
@@ -147,6 +148,7 @@ LIST_BOUNDS: Mapping[tuple[str, str], _Bound] = {
     ("Spec", "dependencies"): _per_spec("dependencies"),
     ("Dependency", "deptypes"): lambda bounds, page: 4,
     ("Dependency", "virtuals"): lambda bounds, page: 16,
+    **QUESTION_BOUNDS,
 }
 """Every list field of the schema, with its longest length (tests/test_limits.py checks
 that none is missing)."""

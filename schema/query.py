@@ -14,6 +14,7 @@ from cachegql.schema.context import Context
 from cachegql.schema.diff import FromArg, TagDiffConnection, tag_diff_connection
 from cachegql.schema.inputs import PackageFilterArg, SpecFilterArg
 from cachegql.schema.pagination import DEFAULT_FIRST
+from cachegql.schema.questions import Microarchitecture, microarchitecture_objects
 from cachegql.schema.types import (
     Package,
     PackageConnection,
@@ -139,3 +140,10 @@ class Query:
         after: str | None = None,
     ) -> TagDiffConnection:
         return tag_diff_connection(info.context, from_, to, filter, first, after)
+
+    @strawberry.field(
+        description="The microarchitectures archspec knows (the names `SpecFilter.runsOn` "
+        "takes), by family, generic ones first; `family` keeps one (x86_64, aarch64, ...)."
+    )
+    def microarchitectures(self, family: str | None = None) -> list[Microarchitecture]:
+        return microarchitecture_objects(family)

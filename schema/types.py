@@ -20,6 +20,7 @@ from cachegql.index import (
     find_packages,
     find_specs,
     format_spec,
+    missing_hashes,
 )
 from cachegql.index import Compiler as CompilerData
 from cachegql.index import Variant as VariantData
@@ -30,6 +31,7 @@ from cachegql.schema.inputs import (
     PackageFilterArg,
     SpecFilter,
     SpecFilterArg,
+    asked_hashes,
     package_criteria,
     spec_criteria,
 )
@@ -424,6 +426,11 @@ class SpecConnection:
     facets: SpecFacets = strawberry.field(
         description="Counts over the whole matching set (not just this page)."
     )
+    missing: list[str] = strawberry.field(
+        default_factory=list,
+        description="The full hashes of the filter's `hash` (`eq`, `in`) that match no spec "
+        "of this connection, in the order asked; empty without a `hash` filter.",
+    )
 
 
 @strawberry.type
@@ -466,7 +473,11 @@ def spec_connection(
     criteria = spec_criteria(filter)
     rows = find_specs(snapshot, criteria, query=query, search=search, scope=scope)
     key = fingerprint(store.build_id, snapshot.tag, "specs", scope, criteria, query, search)
-    return spec_page(context, snapshot, rows, key, first, after)
+    connection = spec_page(context, snapshot, rows, key, first, after)
+    asked = asked_hashes(filter)
+    if asked:
+        connection.missing = missing_hashes(snapshot, asked, rows)
+    return connection
 
 
 def spec_page(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from cachegql.server.version import VERSION
 
 if TYPE_CHECKING:
-    from cachegql.index import SourceLimits
+    from cachegql.index import SourceLimits, SpecCriteria
 
 __all__ = ["main"]
 
@@ -346,6 +346,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     query.add_argument("--tag", help="tag to ask (default: the index's default tag)")
     query.add_argument("--json", action="store_true", help="print JSON instead of lines")
+    query.add_argument(
+        "--runs-on",
+        metavar="TARGET",
+        help="only binaries that run on this microarchitecture (archspec), or on this "
+        "machine with 'host'",
+    )
     query.set_defaults(run=_query)
 
     schema = commands.add_parser("schema", help="print the GraphQL schema (SDL)")
@@ -680,7 +686,7 @@ def _query(args: argparse.Namespace) -> int:
     try:
         store = IndexStore(args.index)
         snapshot = store.snapshot(args.tag)
-        rows = find_specs(snapshot, query=args.spec)
+        rows = find_specs(snapshot, _runs_on(args.runs_on), query=args.spec)
     except (IndexLoadError, CriteriaError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -715,6 +721,17 @@ def _query(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _runs_on(target: str | None) -> SpecCriteria | None:
+    """The criteria of `--runs-on`: binaries for `target` ('host': this machine's) or for
+    one of its ancestors."""
+    from cachegql.index import SpecCriteria, StringMatch, host_target, runs_on
+
+    if target is None:
+        return None
+    name = host_target() if target == "host" else target
+    return SpecCriteria(fields=(("target", StringMatch(in_=runs_on(name))),))
 
 
 def _schema(args: argparse.Namespace) -> int:

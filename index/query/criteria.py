@@ -62,6 +62,8 @@ class SpecCriteria:
 
     hash_prefix: str | None = None
     fields: tuple[tuple[str, StringMatch], ...] = ()
+    hashes: tuple[str, ...] | None = None
+    """Full hashes (lower-case), one of which the spec has; empty matches nothing."""
     stack: StringMatch | None = None
     variants: tuple[Variant, ...] = ()
     depends_on: SpecCriteria | None = None

@@ -13,12 +13,14 @@ from cachegql.index.disk.columns import Column, IdArray, Mask, Rows
 from cachegql.index.disk.snapshot import Dictionary, Snapshot
 from cachegql.index.errors import CriteriaError
 from cachegql.index.query.criteria import PackageCriteria, SpecCriteria, StringMatch
+from cachegql.index.query.hashes import hash_rows
 from cachegql.index.query.plan import (
     Everything,
     ExceptLeaf,
     HashLeaf,
     Node,
     Nothing,
+    RowsLeaf,
     SetLeaf,
     ValuesLeaf,
     conjunction,
@@ -30,6 +32,7 @@ from cachegql.index.query.plan import (
 from cachegql.index.query.reach import DependsLeaf
 from cachegql.index.spack.hashes import prefix_range
 from cachegql.index.spack.specsyntax import SpecQuery, UnsupportedSpecError
+from cachegql.index.spack.targets import target_names
 
 __all__ = [
     "depending_on",
@@ -97,6 +100,8 @@ def spec_node(
     if criteria.hash_prefix is not None:
         lo, hi = prefix_range(snapshot.hash_sorted, criteria.hash_prefix)
         parts.append(HashLeaf(snapshot.hash_rows, snapshot.hash_rank, lo, hi))
+    if criteria.hashes is not None:
+        parts.append(RowsLeaf(hash_rows(snapshot, criteria.hashes)))
     for field, match in criteria.fields:
         parts.append(_match_node(snapshot.dictionaries[field], snapshot.columns[field], match))
     if criteria.stack is not None:
@@ -167,13 +172,12 @@ def query_node(snapshot: Snapshot, query: SpecQuery, tag: Snapshot | None = None
         "namespace": query.namespace,
         "os": query.os,
         "platform": query.platform,
-        "target": query.target,
     }
-    simple = SpecCriteria(
-        hash_prefix=query.hash_prefix,
-        fields=tuple((f, StringMatch(eq=v)) for f, v in exact.items() if v is not None),
-        variants=query.variants,
-    )
+    fields = tuple((f, StringMatch(eq=v)) for f, v in exact.items() if v is not None)
+    if query.target is not None:
+        # Spack's ranges and lists (`x86_64_v2:`, `:haswell`, `a,b`) by archspec's order.
+        fields += (("target", StringMatch(in_=target_names(query.target))),)
+    simple = SpecCriteria(hash_prefix=query.hash_prefix, fields=fields, variants=query.variants)
     parts = [spec_node(snapshot, simple, tag)]
     parts.extend(_atoms(snapshot, "flag_atoms", (f"{k}={f}" for k, f in query.flags)))
     if query.versions is not None:

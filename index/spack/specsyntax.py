@@ -4,9 +4,10 @@ The grammar is Spack's: an optional package name, then in any order `@versions`,
 `%compiler[@versions]`, `+v ~v -v`, `v=x` (also `v:=x`, `v==x`, multi-valued `v=a,b`,
 quoted values), compiler flags (`cflags="-O2 -g"`), `namespace=`, `os= target=
 platform= arch=p-o-t` and `/hashprefix`; each `^name ...` starts a dependency whose
-constraints bind to one node of the spec's DAG. What the index cannot answer (target
-ranges, per-language compilers, propagation) is refused with a message rather than
-ignored; whether a tag records dependencies is the index's to say.
+constraints bind to one node of the spec's DAG; target ranges and lists (`x86_64_v2:`)
+follow archspec's order (`targets`). What the index cannot answer (per-language
+compilers, propagation) is refused with a message rather than ignored; whether a tag
+records dependencies is the index's to say.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from cachegql.index.errors import CriteriaError, shorten
 from cachegql.index.spack.hashes import normalize_prefix
+from cachegql.index.spack.targets import target_names
 from cachegql.index.spack.variants import Variant, parse_variant
 from cachegql.index.spack.versions import VersionRange, parse_constraint
 
@@ -300,12 +302,10 @@ class _Parser:
         elif key == "platform":
             self.set_once("platform", value, "platform", start)
         elif key == "target":
-            if ":" in value or "," in value:
-                raise UnsupportedSpecError(
-                    f"target ranges and lists ({shorten(value)}) need archspec's microarchitecture "
-                    "order, which the index does not have; name one target\n"
-                    + _pointer(self.text, start)
-                )
+            try:
+                target_names(value)  # ranges and lists by archspec's order: checked here
+            except CriteriaError as exc:
+                raise UnsupportedSpecError(f"{exc}\n" + _pointer(self.text, start)) from None
             self.set_once("target", value, "target", start)
         elif key in _ARCH_KEYS:
             parts = value.split("-")

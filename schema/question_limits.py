@@ -1,0 +1,28 @@
+"""The bounds of the list fields that answer users' questions (`schema/questions.py`),
+for the cost model (`schema/limits.py`): a list field's longest length, from the index's
+bounds and the page size in effect."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from cachegql.index import SizeBounds, microarchitectures
+
+__all__ = ["QUESTION_BOUNDS"]
+
+
+def _archspec_bound() -> int:
+    return len(microarchitectures())
+
+
+def _ancestors_bound() -> int:
+    return max((len(m.ancestors) for m in microarchitectures()), default=0)
+
+
+QUESTION_BOUNDS: Mapping[tuple[str, str], Callable[[SizeBounds, int], int]] = {
+    ("Query", "microarchitectures"): lambda bounds, page: _archspec_bound(),
+    ("Microarchitecture", "ancestors"): lambda bounds, page: _ancestors_bound(),
+    # At most one per hash of the filter's `hash`, each of which the filter already
+    # prices at IN_VALUE_COST, more than the item it can add here.
+    ("SpecConnection", "missing"): lambda bounds, page: 1,
+}
