@@ -21,6 +21,7 @@ import hashlib
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ __all__ = ["POINTER", "Pointer", "Puller", "ShippingError", "Store", "pulled", "
 logger = logging.getLogger("cachegql.server")
 
 POINTER = "current.json"
+TRANSFERS = 8  # files in flight when shipping or pulling a build
 MANIFEST = "manifest.json"
 _CHUNK = 1 << 20
 
@@ -142,11 +144,14 @@ def ship(build: Path, store: Store) -> Pointer:
     """Upload the published build folder `build`, then point the store at it."""
     manifest = (build / MANIFEST).read_bytes()
     listed = orjson.loads(manifest)["files"]
-    size = 0
-    for name in sorted(listed):
+
+    def upload(name: str) -> int:
         data = (build / name).read_bytes()
-        size += len(data)
         store.put(data, "builds", build.name, name)
+        return len(data)
+
+    with ThreadPoolExecutor(TRANSFERS) as pool:  # a round trip per object: overlap them
+        size = sum(pool.map(upload, sorted(listed)))
     store.put(manifest, "builds", build.name, MANIFEST)
     pointer = Pointer(build.name, hashlib.sha256(manifest).hexdigest(), len(listed) + 1, size)
     store.put(pointer.to_json(), POINTER)
@@ -217,12 +222,17 @@ class Puller:
                 "a damaged or half-replaced build"
             )
         files = orjson.loads(manifest)["files"]
-        for name, entry in sorted(files.items()):
+        for name in files:
             if Path(name).is_absolute() or ".." in Path(name).parts:
                 raise ShippingError(f"{self.store.where(*build, MANIFEST)}: lists {name!r}")
-            target = folder / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._fetch(self.store.where(*build, name), build, name, entry, target)
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+
+        def fetch(name: str) -> None:
+            where = self.store.where(*build, name)
+            self._fetch(where, build, name, files[name], folder / name)
+
+        with ThreadPoolExecutor(TRANSFERS) as pool:
+            list(pool.map(fetch, sorted(files)))  # the first failure is raised here
         (folder / MANIFEST).write_bytes(manifest)
 
     def _fetch(
