@@ -13,6 +13,7 @@ nowhere deeper. Inside, by concern:
 - `build.py`: `cachegql index` from sources to a published build.
 """
 
+from cachegql.index.binary_urls import spec_binary_urls
 from cachegql.index.budget import OverBudgetError, deadline, renewed
 from cachegql.index.build import BuildError, BuildReport, build_index
 from cachegql.index.disk.columns import Rows
@@ -114,6 +115,7 @@ __all__ = [
     "renewed",
     "shorten",
     "size_bounds",
+    "spec_binary_urls",
     "stack",
     "stacks",
     "tag_diff",

@@ -205,3 +205,51 @@ def test_every_kind_of_source_gives_the_same_answers(
     assert answers["http"] == answers["folder"]
     assert answers["s3"] == answers["folder"]
     assert answers["oci"] == answers["folder"]
+
+
+_URLS = """{ specs(tag: "develop", first: 1000) { edges { node {
+  hash name version specFileUrl tarballUrl } } } }"""
+
+
+def test_specs_know_where_spack_fetches_their_binaries(
+    moto: MotoServer, registry: Registry, demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    out, summary = demo
+    with OciReader(None) as pusher:
+        push_oci(pusher, out, registry.url("urls"), [s for s, _ in summary.stacks], summary.tag)
+    options = RemoteOptions(None, s3_endpoint_url=moto.endpoint)
+    oci = registry.url("urls")
+    with MirrorHTTPServer(out) as http, RemoteReader(options) as reader:
+        sources = {
+            "folder": (str(out / "mirror"), None),
+            "s3-v3": ("s3://mirrors/develop/mirror", "s3://mirrors/develop/mirror"),
+            "http-v2": (http.url_for("stacks/root"), http.url_for("stacks/root/build_cache")),
+            "oci": (oci, oci),
+        }
+        for kind, (source, base) in sources.items():
+            build_index([source], tmp_path / kind, tag="develop", reader=reader)
+            with serving(tmp_path / kind, max_first=1000) as client:
+                nodes = [e["node"] for e in client.data(_URLS)["specs"]["edges"]]
+            assert len(nodes) == summary.specs
+            for node in nodes:
+                spec_file, tarball = node["specFileUrl"], node["tarballUrl"]
+                name, version, digest = node["name"], node["version"], node["hash"]
+                if base is None:  # a local cache: no URL
+                    assert spec_file is None and tarball is None
+                elif kind == "oci":
+                    assert spec_file == tarball == f"{oci}:{name}-{version}-{digest}.spack"
+                elif kind == "s3-v3":  # the spec manifest Spack reads first; it is there
+                    assert spec_file == (
+                        f"{base}/v3/manifests/spec/{name}/{name}-{version}-{digest}"
+                        ".spec.manifest.json"
+                    )
+                    assert tarball is None
+                else:
+                    assert spec_file.startswith(f"{base}/linux-")
+                    assert spec_file.endswith(f"-{name}-{version}-{digest}.spec.json.sig")
+                    assert tarball.startswith(f"{base}/linux-")
+                    stem = spec_file[len(base) + 1 :].removesuffix(".spec.json.sig")
+                    assert tarball.endswith(f"/{name}-{version}/{stem}.spack")
+            if kind == "s3-v3":
+                manifest = orjson.loads(reader.read(nodes[0]["specFileUrl"]))
+                assert manifest["data"]

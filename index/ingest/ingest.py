@@ -21,6 +21,7 @@ from cachegql.index.ingest.buildcache import (
     CacheData,
     ListingEntry,
     cache_data,
+    in_index_folder,
     is_listing,
     read_cache,
     read_index_file,
@@ -154,6 +155,9 @@ class Ingested:
     problems: list[Problem] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
     merged_duplicates: int = 0
+    # Per tag, per stack label: where the binaries of a network build cache live and in
+    # which layout (`base`, `layout` of index/binary_urls.py), the first cache wins.
+    mirrors: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def specs(self) -> int:
@@ -366,6 +370,10 @@ def ingest_plan(
             continue
         result.caches += 1
         result.sources.append(data.source)
+        if data.base is not None and data.layout is not None and request.location.is_url:
+            mirrors = result.mirrors.setdefault(request.tag, {})
+            for label in data.stacks:
+                mirrors.setdefault(label, (data.base, data.layout))
         for problem in (*data.problems, *data.database.problems):
             report(problem)
         graph = result.graphs.get(request.tag)
@@ -387,7 +395,8 @@ def _read_cache(
             return cache_data(read_spec_file(data, str(location)), request.label)
         if request.kind == "index":
             if request.data is not None:
-                return cache_data(read_database(request.data, str(location)), request.label)
+                database = read_database(request.data, str(location))
+                return in_index_folder(cache_data(database, request.label))
             return read_index_file(location, opener, request.label)
         if location.is_oci:  # an OCI repository is a mirror of its own layout
             return read_oci(location, opener, request.label)
