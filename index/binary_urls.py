@@ -22,10 +22,17 @@ from typing import Any
 
 from cachegql.index.records import SpecRecord
 
-__all__ = ["LAYOUTS", "binary_urls", "spec_binary_urls"]
+__all__ = ["LAYOUTS", "binary_urls", "public_base", "spec_binary_urls"]
 
 LAYOUTS = ("v2", "v3", "oci")
 _INVALID_TAG_CHARACTER = re.compile(r"[^\w.-]")
+
+
+def public_base(url: str) -> str:
+    """`url` without a `user:password@` part: what an index may keep and the API show."""
+    scheme, sep, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}" if sep else url
 
 
 def oci_tag(name: str, version: str, digest: str) -> str:

@@ -223,7 +223,11 @@ def test_specs_know_where_spack_fetches_their_binaries(
         sources = {
             "folder": (str(out / "mirror"), None),
             "s3-v3": ("s3://mirrors/develop/mirror", "s3://mirrors/develop/mirror"),
-            "http-v2": (http.url_for("stacks/root"), http.url_for("stacks/root/build_cache")),
+            # A password in the URL is used to read, never kept in the index nor shown.
+            "http-v2": (
+                http.url_for("stacks/root").replace("://", "://reader:hunter2@"),
+                http.url_for("stacks/root/build_cache"),
+            ),
             "oci": (oci, oci),
         }
         for kind, (source, base) in sources.items():
@@ -250,6 +254,8 @@ def test_specs_know_where_spack_fetches_their_binaries(
                     assert tarball.startswith(f"{base}/linux-")
                     stem = spec_file[len(base) + 1 :].removesuffix(".spec.json.sig")
                     assert tarball.endswith(f"/{name}-{version}/{stem}.spack")
+            for path in (tmp_path / kind).resolve().rglob("*"):
+                assert path.is_dir() or b"hunter2" not in path.read_bytes(), path
             if kind == "s3-v3":
                 manifest = orjson.loads(reader.read(nodes[0]["specFileUrl"]))
                 assert manifest["data"]

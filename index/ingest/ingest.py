@@ -17,6 +17,7 @@ from typing import Literal
 
 import orjson
 
+from cachegql.index.binary_urls import public_base
 from cachegql.index.ingest.buildcache import (
     CacheData,
     ListingEntry,
@@ -369,11 +370,11 @@ def ingest_plan(
         if data is None:
             continue
         result.caches += 1
-        result.sources.append(data.source)
+        result.sources.append(public_base(data.source))
         if data.base is not None and data.layout is not None and request.location.is_url:
             mirrors = result.mirrors.setdefault(request.tag, {})
             for label in data.stacks:
-                mirrors.setdefault(label, (data.base, data.layout))
+                mirrors.setdefault(label, (public_base(data.base), data.layout))
         for problem in (*data.problems, *data.database.problems):
             report(problem)
         graph = result.graphs.get(request.tag)
