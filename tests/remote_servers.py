@@ -140,7 +140,7 @@ class MotoServer:
         # The one beside this Python (the project's venv), else one on the PATH.
         beside = Path(sys.executable).parent / "moto_server"
         program = str(beside) if beside.exists() else shutil.which("moto_server") or ""
-        if not Path(program).exists():
+        if not program or not Path(program).exists():
             skip_unless_ci("S3 tests: moto_server not found (moto[server] of the dev extras)")
         folder.mkdir(parents=True, exist_ok=True)
         self.port = free_port()

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
-from cachegql.index import BuildError, StrictModeError, build_index
+from cachegql.index import BuildError, NotFoundError, ReadError, StrictModeError, build_index
 from cachegql.server.cli import main
 from cachegql.server.oci import OciReader
 from cachegql.server.push import push_oci, push_s3
@@ -21,7 +21,7 @@ from cachegql.server.remote import RemoteOptions, RemoteReader
 from cachegql.server.s3 import S3Reader
 from tests.conftest import serving
 from tests.http_fixture import MirrorHTTPServer
-from tests.remote_servers import MotoServer, Registry
+from tests.remote_servers import MotoServer, Registry, free_port
 
 SECRET = "moto-secret-key-never-printed"
 
@@ -259,3 +259,24 @@ def test_specs_know_where_spack_fetches_their_binaries(
             if kind == "s3-v3":
                 manifest = orjson.loads(reader.read(nodes[0]["specFileUrl"]))
                 assert manifest["data"]
+
+
+def test_odd_locations_and_a_server_that_is_not_there_are_named(
+    moto: MotoServer, tmp_path: Path
+) -> None:
+    with S3Reader(tmp_path / "c", endpoint_url=moto.endpoint) as reader:
+        with pytest.raises(ReadError, match="not an S3 URL"):
+            reader.read("s3:///key")
+        with pytest.raises(NotFoundError, match="a prefix, not an object"):
+            reader.read("s3://mirrors/develop/")
+        with pytest.raises(ReadError, match=r"S3 error InvalidBucketName|no such bucket"):
+            reader.read("s3://Not_A_Bucket/key")
+        # A v3 mirror twice: the second read of its index blob is the cached copy.
+        for _ in range(2):
+            build_index(["s3://mirrors/develop/mirror"], tmp_path / "ix", tag="t", reader=reader)
+        assert any((tmp_path / "c" / "blobs").iterdir())
+    with (
+        S3Reader(None, endpoint_url=f"http://127.0.0.1:{free_port()}", retries=0) as reader,
+        pytest.raises(ReadError, match="cannot read"),
+    ):
+        reader.read("s3://mirrors/develop/cache_spack_io_index.json")
