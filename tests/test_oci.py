@@ -21,7 +21,7 @@ from cachegql.server.cli import main
 from cachegql.server.oci import OciReader
 from cachegql.server.push import push_index_image, push_oci
 from tests.http_fixture import MirrorHTTPServer
-from tests.remote_servers import PASSWORD, USERNAME, Registry, TokenServer
+from tests.remote_servers import PASSWORD, USERNAME, Registry, TokenServer, free_port
 
 SPECS = 120
 
@@ -331,3 +331,20 @@ def test_transient_failures_are_retried_then_named(tmp_path: Path) -> None:
             reader.read(f"oci+http://127.0.0.1:{port}/repo:index.spack")
         with pytest.raises(ReadError, match="not an OCI reference"):
             reader.read("oci://registry-without-a-repository")
+
+
+def test_demo_data_pushes_its_mirror_to_a_registry(
+    registry: Registry, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = registry.url("demo/pushed")
+    args = ["demo-data", "--mirror", "--specs", "60", "--packages", "20", "--stacks", "1"]
+    assert main([*args, "--out", str(tmp_path / "demo"), "--push-to", url]) == 0
+    assert f"pushed 2 index.spack images to {url}" in capsys.readouterr().out
+    with OciReader(None) as reader:
+        report = build_index([tmp_path / "demo" / "oci_index.json"], tmp_path / "ix", reader=reader)
+    assert report.tags == {"develop": 60}
+    assert main([*args, "--out", str(tmp_path / "again"), "--push-to", "ftp://x/y"]) == 1
+    assert "expected oci://, oci+http:// or s3://" in capsys.readouterr().err
+    unreachable = f"oci+http://127.0.0.1:{free_port()}/demo"
+    assert main([*args, "--out", str(tmp_path / "third"), "--push-to", unreachable]) == 1
+    assert "error: cannot push: " in capsys.readouterr().err

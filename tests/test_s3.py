@@ -280,3 +280,19 @@ def test_odd_locations_and_a_server_that_is_not_there_are_named(
         pytest.raises(ReadError, match="cannot read"),
     ):
         reader.read("s3://mirrors/develop/cache_spack_io_index.json")
+
+
+def test_demo_data_uploads_its_mirror_to_a_bucket(
+    moto: MotoServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["demo-data", "--mirror", "--specs", "40", "--packages", "20", "--stacks", "1"]
+    url = "s3://mirrors/from-cli"
+    flags = ["--push-to", url, "--s3-endpoint-url", moto.endpoint]
+    assert main([*args, "--out", str(tmp_path / "demo"), *flags]) == 0
+    assert f"files to {url}" in capsys.readouterr().out
+    with S3Reader(None, endpoint_url=moto.endpoint) as reader:
+        report = build_index([f"{url}/cache_spack_io_index.json"], tmp_path / "ix", reader=reader)
+    assert report.tags == {"develop": 40}
+    flags = ["--push-to", "s3://no-such-bucket/x", "--s3-endpoint-url", moto.endpoint]
+    assert main([*args, "--out", str(tmp_path / "again"), *flags]) == 1
+    assert "error: cannot push to s3://no-such-bucket/x" in capsys.readouterr().err
