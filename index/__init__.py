@@ -13,6 +13,7 @@ nowhere deeper. Inside, by concern:
 - `build.py`: `cachegql index` from sources to a published build.
 """
 
+from cachegql.index.binary_urls import spec_binary_urls
 from cachegql.index.budget import OverBudgetError, deadline, renewed
 from cachegql.index.build import BuildError, BuildReport, build_index
 from cachegql.index.disk.columns import Rows
@@ -149,6 +150,7 @@ __all__ = [
     "shorten",
     "shown",
     "size_bounds",
+    "spec_binary_urls",
     "stack",
     "stacks",
     "tag_diff",

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cachegql.index.binary_urls import public_base
 from cachegql.index.disk import publish
 from cachegql.index.disk.write import write_index
 from cachegql.index.ingest import (
@@ -141,7 +142,9 @@ def _write_and_publish(
     """Write the build and publish it. A failed write (a full disk, a quota) is one
     PublishError; `staged` then removes what was written, and `out` is untouched."""
     try:
-        write_index(ingested, staging.folder, staging.build_id, [str(s) for s in sources])
+        write_index(
+            ingested, staging.folder, staging.build_id, [public_base(str(s)) for s in sources]
+        )
         return publish.publish(staging)
     except OSError as exc:
         raise publish.write_failed(staging, exc) from exc

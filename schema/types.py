@@ -21,6 +21,7 @@ from cachegql.index import (
     find_specs,
     format_spec,
     missing_hashes,
+    spec_binary_urls,
 )
 from cachegql.index import Compiler as CompilerData
 from cachegql.index import Variant as VariantData
@@ -133,6 +134,22 @@ class Spec:
     )
     def format(self) -> str:
         return format_spec(self._data)
+
+    @strawberry.field(
+        description="Where Spack fetches this binary's spec metadata: the v2 spec file, the "
+        "v3 spec manifest or the OCI image (http(s), s3:// or oci:// as the cache was "
+        "indexed); null for pages and caches indexed from a local path."
+    )
+    def spec_file_url(self, info: Info[Context, None]) -> str | None:
+        return spec_binary_urls(info.context.store.manifest.get("mirrors"), self._data)[0]
+
+    @strawberry.field(
+        description="Where Spack fetches this binary's tarball (v2: the .spack file; OCI: the "
+        "image, whose layer it is); null where unknown: pages, local caches, layout v3 "
+        "(its spec manifest names the tarball by checksum)."
+    )
+    def tarball_url(self, info: Info[Context, None]) -> str | None:
+        return spec_binary_urls(info.context.store.manifest.get("mirrors"), self._data)[1]
 
     @strawberry.field(
         description="Direct dependencies, optionally only those of the given deptypes "

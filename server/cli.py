@@ -129,11 +129,13 @@ def _parser() -> argparse.ArgumentParser:
         "index",
         help="build an index from package pages and Spack build caches",
         description="Read the sources and publish a new index at --out atomically: a failed "
-        "build leaves the previous index in place. A source is a local path or an http(s) "
-        "URL, recognised by content: cache.spack.io package pages (files, or folders searched "
-        "recursively), a Spack build-cache index file (index.json, database versions 5 to 9), "
-        "a spec file, a mirror root (layout v3, or v2 with or without an index), or a listing "
-        "of build caches by tag and stack (binaries.spack.io's cache_spack_io_index.json).",
+        "build leaves the previous index in place. A source is a local path, an http(s) "
+        "URL, an OCI repository (oci://HOST/REPO, as Spack pushes build caches there) or an "
+        "S3 URL (s3://BUCKET/PREFIX), recognised by content: cache.spack.io package pages "
+        "(files, or folders searched recursively), a Spack build-cache index file (index.json, "
+        "database versions 5 to 9), a spec file, a mirror root (layout v3, or v2 with or "
+        "without an index), or a listing of build caches by tag and stack (binaries.spack.io's "
+        "cache_spack_io_index.json).",
         epilog=INDEX_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

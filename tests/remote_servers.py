@@ -15,6 +15,7 @@ import base64
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -136,10 +137,10 @@ class MotoServer:
     """moto's S3 server on a free port; `endpoint` is its URL."""
 
     def __init__(self, folder: Path) -> None:
-        program = shutil.which("moto_server") or str(
-            Path(__file__).parents[1] / ".venv/bin/moto_server"
-        )
-        if not Path(program).exists():
+        # The one beside this Python (the project's venv), else one on the PATH.
+        beside = Path(sys.executable).parent / "moto_server"
+        program = str(beside) if beside.exists() else shutil.which("moto_server") or ""
+        if not program or not Path(program).exists():
             skip_unless_ci("S3 tests: moto_server not found (moto[server] of the dev extras)")
         folder.mkdir(parents=True, exist_ok=True)
         self.port = free_port()

@@ -30,9 +30,11 @@ from cachegql.server import frontend
 from cachegql.server.app import Settings, create_app
 from cachegql.server.assets import IMMUTABLE
 from cachegql.server.default_data import default_index
+from cachegql.server.fetch import HttpReader
 from tests import oracle
 from tests.browser import DESKTOP, PHONE, Tab, open_tab, screenshots_root
 from tests.conftest import PAGES, LiveServer
+from tests.http_fixture import MirrorHTTPServer
 
 SEARCH = "Search packages"
 PAGE_WEIGHT_LIMIT = 150_000  # bytes of scripts and styles, gzipped
@@ -699,3 +701,32 @@ def test_demo_tour(
             visit(tab, f"/spec/{with_deps['hash']}?tag={CACHE_TAG}")
             tab.screenshot(f"spec-buildcache{suffix}")
             tab.assert_clean()
+
+
+def test_a_spec_of_a_cache_read_over_http_links_its_spec_file_and_tarball(
+    browser: Browser, shots: Path, tmp_path: Path
+) -> None:
+    """A build cache indexed from a URL: the spec page offers its files as Spack fetches
+    them (a v2 stack here: the signed spec file and the .spack tarball)."""
+    mirror = write_mirror(MirrorConfig(specs=30, packages=10, stacks=1, seed=2), tmp_path / "bc")
+    with MirrorHTTPServer(tmp_path / "bc") as http, HttpReader(None) as reader:
+        base = http.url_for("stacks/root")
+        build_index([base], tmp_path / "ix", tag=CACHE_TAG, reader=reader)
+    app = create_app(Settings(index=tmp_path / "ix", reload_interval=0))
+    with LiveServer(app) as server, open_tab(browser, server, shots) as tab:
+        with httpx.Client(base_url=server, timeout=30) as api:
+            spec = query(
+                api,
+                "query($tag: String) { specs(tag: $tag, first: 1) { nodes { hash specFileUrl "
+                "tarballUrl } } }",
+                tag=CACHE_TAG,
+            )["specs"]["nodes"][0]
+        assert spec["specFileUrl"].startswith(f"{base}/build_cache/")
+        page = visit(tab, f"/spec/{spec['hash']}?tag={CACHE_TAG}")
+        fields = page.locator("dl.fields")
+        expect(fields.locator(f'a[href="{spec["specFileUrl"]}"]')).to_be_visible()
+        expect(fields.locator(f'a[href="{spec["tarballUrl"]}"]')).to_be_visible()
+        expect(fields).to_contain_text("View raw spec")
+        expect(fields).to_contain_text("Download tarball")
+        assert mirror.specs == 30
+        tab.assert_clean()

@@ -5,6 +5,8 @@ clear errors, and no secret in any output or in the index."""
 from __future__ import annotations
 
 import base64
+import gzip
+import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -14,11 +16,12 @@ import orjson
 import pytest
 
 from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
-from cachegql.index import ReadError, StrictModeError, build_index
+from cachegql.index import BuildError, ReadError, StrictModeError, build_index
 from cachegql.server.cli import main
 from cachegql.server.oci import OciReader
 from cachegql.server.push import push_index_image, push_oci
-from tests.remote_servers import PASSWORD, USERNAME, Registry, TokenServer
+from tests.http_fixture import MirrorHTTPServer
+from tests.remote_servers import PASSWORD, USERNAME, Registry, TokenServer, free_port
 
 SPECS = 120
 
@@ -233,3 +236,115 @@ def test_a_credential_variable_that_is_not_set_is_named(
     flags = ["--oci-username-variable", "NO_SUCH_U", "--oci-password-variable", "NO_SUCH_P"]
     assert main(["index", root, "--tag", "t", "--out", str(tmp_path / "ix"), "-q", *flags]) == 1
     assert "environment variable NO_SUCH_U, NO_SUCH_P is not set" in capsys.readouterr().err
+
+
+# --- A registry's failures, served from a folder (tests/http_fixture.py): /v2/NAME/manifests/TAG
+# and /v2/NAME/blobs/DIGEST are files, so that a manifest can be anything a test needs.
+
+
+def _static_registry(root: Path, manifest: bytes, blobs: dict[str, bytes]) -> None:
+    (root / "v2" / "repo" / "manifests").mkdir(parents=True)
+    (root / "v2" / "repo" / "manifests" / "index.spack").write_bytes(manifest)
+    (root / "v2" / "repo" / "blobs").mkdir()
+    for digest, data in blobs.items():
+        (root / "v2" / "repo" / "blobs" / digest).write_bytes(data)
+
+
+def _index_manifest(blob: bytes, digest: str | None = None) -> bytes:
+    digest = digest or "sha256:" + hashlib.sha256(blob).hexdigest()
+    return orjson.dumps({"schemaVersion": 2, "layers": [{"digest": digest, "size": len(blob)}]})
+
+
+def _blob_digest(blob: bytes) -> str:
+    return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+_DATABASE = orjson.dumps({"database": {"version": "8", "installs": {}}})
+
+
+@pytest.mark.parametrize(
+    ("manifest", "blob", "message"),
+    [
+        (b"not json", b"", "not valid JSON"),
+        (orjson.dumps({"layers": []}), b"", "not an image manifest with layers"),
+        (
+            _index_manifest(b"x", "md5:0011"),
+            b"",
+            "the index layer's digest 'md5:0011' is not sha256",
+        ),
+        (_index_manifest(b"[1]"), b"[1]", "oci+http://"),
+    ],
+    ids=["not-json", "no-layers", "not-sha256", "not-a-database"],
+)
+def test_a_broken_index_image_is_a_clear_problem(
+    manifest: bytes, blob: bytes, message: str, tmp_path: Path
+) -> None:
+    _static_registry(tmp_path / "www", manifest, {_blob_digest(blob): blob} if blob else {})
+    with MirrorHTTPServer(tmp_path / "www") as http, OciReader(None) as reader:
+        root = f"oci+http://127.0.0.1:{http.port}/repo"
+        with pytest.raises(BuildError, match=re.escape(message)):
+            build_index([root], tmp_path / "ix", tag="t", reader=reader)
+
+
+def test_a_gzipped_index_layer_is_read(tmp_path: Path) -> None:
+    blob = gzip.compress(_DATABASE)
+    _static_registry(tmp_path / "www", _index_manifest(blob), {_blob_digest(blob): blob})
+    seen: list[tuple[int, int]] = []
+    with MirrorHTTPServer(tmp_path / "www") as http:
+        root = f"oci+http://127.0.0.1:{http.port}/repo"
+        with OciReader(
+            None, progress=lambda _: lambda done, total: seen.append((done, total))
+        ) as r:
+            data = r.read_verified(f"{root}@{_blob_digest(blob)}", _blob_digest(blob)[7:])
+    assert data == blob
+    assert seen and seen[-1][0] == len(blob)
+    with MirrorHTTPServer(tmp_path / "www") as http, OciReader(None) as reader:
+        root = f"oci+http://127.0.0.1:{http.port}/repo"
+        with pytest.raises(BuildError, match="no specs found"):  # read: an empty database
+            build_index([root], tmp_path / "ix", tag="t", reader=reader)
+
+
+def test_transient_failures_are_retried_then_named(tmp_path: Path) -> None:
+    blob = _DATABASE
+    _static_registry(tmp_path / "www", _index_manifest(blob), {_blob_digest(blob): blob})
+    with MirrorHTTPServer(tmp_path / "www") as http:
+        manifest = f"oci+http://127.0.0.1:{http.port}/repo:index.spack"
+        http.server_error("/v2/repo/manifests/", times=1)
+        with OciReader(None, retries=2, backoff=0) as reader:
+            assert orjson.loads(reader.read(manifest))["layers"]
+        http.server_error("/v2/repo/manifests/")
+        with (
+            OciReader(None, retries=1, backoff=0) as reader,
+            pytest.raises(ReadError, match=r"HTTP 500 Internal Server Error"),
+        ):
+            reader.read(manifest)
+        http.clear_failures()
+        http.stall("/v2/repo/manifests/", after_bytes=0, seconds=5)
+        with (
+            OciReader(None, timeout=0.3, retries=1, backoff=0) as reader,
+            pytest.raises(ReadError, match=r"timed out \(ReadTimeout\) after 2 attempts"),
+        ):
+            reader.read(manifest)
+    port = http.port  # closed now: nothing listens there
+    with OciReader(None, retries=1, backoff=0) as reader:
+        with pytest.raises(ReadError, match=r"cannot connect to http://127\.0\.0\.1"):
+            reader.read(f"oci+http://127.0.0.1:{port}/repo:index.spack")
+        with pytest.raises(ReadError, match="not an OCI reference"):
+            reader.read("oci://registry-without-a-repository")
+
+
+def test_demo_data_pushes_its_mirror_to_a_registry(
+    registry: Registry, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = registry.url("demo/pushed")
+    args = ["demo-data", "--mirror", "--specs", "60", "--packages", "20", "--stacks", "1"]
+    assert main([*args, "--out", str(tmp_path / "demo"), "--push-to", url]) == 0
+    assert f"pushed 2 index.spack images to {url}" in capsys.readouterr().out
+    with OciReader(None) as reader:
+        report = build_index([tmp_path / "demo" / "oci_index.json"], tmp_path / "ix", reader=reader)
+    assert report.tags == {"develop": 60}
+    assert main([*args, "--out", str(tmp_path / "again"), "--push-to", "ftp://x/y"]) == 1
+    assert "expected oci://, oci+http:// or s3://" in capsys.readouterr().err
+    unreachable = f"oci+http://127.0.0.1:{free_port()}/demo"
+    assert main([*args, "--out", str(tmp_path / "third"), "--push-to", unreachable]) == 1
+    assert "error: cannot push: " in capsys.readouterr().err

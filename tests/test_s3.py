@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
-from cachegql.index import BuildError, StrictModeError, build_index
+from cachegql.index import BuildError, NotFoundError, ReadError, StrictModeError, build_index
 from cachegql.server.cli import main
 from cachegql.server.oci import OciReader
 from cachegql.server.push import push_oci, push_s3
@@ -21,7 +21,7 @@ from cachegql.server.remote import RemoteOptions, RemoteReader
 from cachegql.server.s3 import S3Reader
 from tests.conftest import serving
 from tests.http_fixture import MirrorHTTPServer
-from tests.remote_servers import MotoServer, Registry
+from tests.remote_servers import MotoServer, Registry, free_port
 
 SECRET = "moto-secret-key-never-printed"
 
@@ -205,3 +205,94 @@ def test_every_kind_of_source_gives_the_same_answers(
     assert answers["http"] == answers["folder"]
     assert answers["s3"] == answers["folder"]
     assert answers["oci"] == answers["folder"]
+
+
+_URLS = """{ specs(tag: "develop", first: 1000) { edges { node {
+  hash name version specFileUrl tarballUrl } } } }"""
+
+
+def test_specs_know_where_spack_fetches_their_binaries(
+    moto: MotoServer, registry: Registry, demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    out, summary = demo
+    with OciReader(None) as pusher:
+        push_oci(pusher, out, registry.url("urls"), [s for s, _ in summary.stacks], summary.tag)
+    options = RemoteOptions(None, s3_endpoint_url=moto.endpoint)
+    oci = registry.url("urls")
+    with MirrorHTTPServer(out) as http, RemoteReader(options) as reader:
+        sources = {
+            "folder": (str(out / "mirror"), None),
+            "s3-v3": ("s3://mirrors/develop/mirror", "s3://mirrors/develop/mirror"),
+            # A password in the URL is used to read, never kept in the index nor shown.
+            "http-v2": (
+                http.url_for("stacks/root").replace("://", "://reader:hunter2@"),
+                http.url_for("stacks/root/build_cache"),
+            ),
+            "oci": (oci, oci),
+        }
+        for kind, (source, base) in sources.items():
+            build_index([source], tmp_path / kind, tag="develop", reader=reader)
+            with serving(tmp_path / kind, max_first=1000) as client:
+                nodes = [e["node"] for e in client.data(_URLS)["specs"]["edges"]]
+            assert len(nodes) == summary.specs
+            for node in nodes:
+                spec_file, tarball = node["specFileUrl"], node["tarballUrl"]
+                name, version, digest = node["name"], node["version"], node["hash"]
+                if base is None:  # a local cache: no URL
+                    assert spec_file is None and tarball is None
+                elif kind == "oci":
+                    assert spec_file == tarball == f"{oci}:{name}-{version}-{digest}.spack"
+                elif kind == "s3-v3":  # the spec manifest Spack reads first; it is there
+                    assert spec_file == (
+                        f"{base}/v3/manifests/spec/{name}/{name}-{version}-{digest}"
+                        ".spec.manifest.json"
+                    )
+                    assert tarball is None
+                else:
+                    assert spec_file.startswith(f"{base}/linux-")
+                    assert spec_file.endswith(f"-{name}-{version}-{digest}.spec.json.sig")
+                    assert tarball.startswith(f"{base}/linux-")
+                    stem = spec_file[len(base) + 1 :].removesuffix(".spec.json.sig")
+                    assert tarball.endswith(f"/{name}-{version}/{stem}.spack")
+            for path in (tmp_path / kind).resolve().rglob("*"):
+                assert path.is_dir() or b"hunter2" not in path.read_bytes(), path
+            if kind == "s3-v3":
+                manifest = orjson.loads(reader.read(nodes[0]["specFileUrl"]))
+                assert manifest["data"]
+
+
+def test_odd_locations_and_a_server_that_is_not_there_are_named(
+    moto: MotoServer, tmp_path: Path
+) -> None:
+    with S3Reader(tmp_path / "c", endpoint_url=moto.endpoint) as reader:
+        with pytest.raises(ReadError, match="not an S3 URL"):
+            reader.read("s3:///key")
+        with pytest.raises(NotFoundError, match="a prefix, not an object"):
+            reader.read("s3://mirrors/develop/")
+        with pytest.raises(ReadError, match=r"S3 error InvalidBucketName|no such bucket"):
+            reader.read("s3://Not_A_Bucket/key")
+        # A v3 mirror twice: the second read of its index blob is the cached copy.
+        for _ in range(2):
+            build_index(["s3://mirrors/develop/mirror"], tmp_path / "ix", tag="t", reader=reader)
+        assert any((tmp_path / "c" / "blobs").iterdir())
+    with (
+        S3Reader(None, endpoint_url=f"http://127.0.0.1:{free_port()}", retries=0) as reader,
+        pytest.raises(ReadError, match="cannot read"),
+    ):
+        reader.read("s3://mirrors/develop/cache_spack_io_index.json")
+
+
+def test_demo_data_uploads_its_mirror_to_a_bucket(
+    moto: MotoServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["demo-data", "--mirror", "--specs", "40", "--packages", "20", "--stacks", "1"]
+    url = "s3://mirrors/from-cli"
+    flags = ["--push-to", url, "--s3-endpoint-url", moto.endpoint]
+    assert main([*args, "--out", str(tmp_path / "demo"), *flags]) == 0
+    assert f"files to {url}" in capsys.readouterr().out
+    with S3Reader(None, endpoint_url=moto.endpoint) as reader:
+        report = build_index([f"{url}/cache_spack_io_index.json"], tmp_path / "ix", reader=reader)
+    assert report.tags == {"develop": 40}
+    flags = ["--push-to", "s3://no-such-bucket/x", "--s3-endpoint-url", moto.endpoint]
+    assert main([*args, "--out", str(tmp_path / "again"), *flags]) == 1
+    assert "error: cannot push to s3://no-such-bucket/x" in capsys.readouterr().err

@@ -71,6 +71,7 @@ def write_index(ingested: Ingested, folder: Path, build_id: str, sources: list[s
         "caches": ingested.caches,
         "specs": ingested.specs,
         "problems": [str(p) for p in ingested.problems],
+        "mirrors": ingested.mirrors,  # optional: an index without it has no binary URLs
         "checksum": CHECKSUM,
         "files": file_table(folder),
     }

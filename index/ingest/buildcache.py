@@ -71,6 +71,9 @@ class CacheData:
     stacks: dict[str, set[str]] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    # Where its binaries live and in which layout (index/binary_urls.py), if known.
+    base: str | None = None
+    layout: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +94,13 @@ def cache_data(database: Database, label: str) -> CacheData:
 
 def read_index_file(location: Location, opener: Opener, label: str) -> CacheData:
     """One index file, all of its binaries in the stack `label`."""
-    return cache_data(_database(opener.read(location), str(location)), label)
+    return in_index_folder(cache_data(_database(opener.read(location), str(location)), label))
+
+
+def in_index_folder(data: CacheData) -> CacheData:
+    """An index file's binaries are beside it, as in a v2 `build_cache` folder."""
+    data.base, data.layout = data.source.rsplit("/", 1)[0], "v2"
+    return data
 
 
 def read_cache(location: Location, opener: Opener, label: str) -> CacheData:
@@ -119,7 +128,7 @@ def read_mirror(location: Location, opener: Opener, label: str) -> CacheData:
 def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
     index = root.join(*V3_INDEX)
     database = _manifest_database(index.join(MANIFEST), root, opener)
-    data = CacheData(str(root), database, {label: binaries(database)})
+    data = CacheData(str(root), database, {label: binaries(database)}, base=str(root), layout="v3")
     if not root.is_url:  # views and spec manifests are found by listing folders
         for view in sorted(p.name for p in _listing(index) if (p / MANIFEST).is_file()):
             try:
@@ -215,7 +224,9 @@ def _read_v2(root: Location, opener: Opener, label: str) -> CacheData:
         database = read_spec_files(folder)
     else:
         database = _database(data, str(index))
-    return CacheData(str(root), database, {label: binaries(database)})
+    return CacheData(
+        str(root), database, {label: binaries(database)}, base=str(folder), layout="v2"
+    )
 
 
 def _has_spec_files(folder: Location) -> bool:

@@ -17,10 +17,12 @@ from typing import Literal
 
 import orjson
 
+from cachegql.index.binary_urls import public_base
 from cachegql.index.ingest.buildcache import (
     CacheData,
     ListingEntry,
     cache_data,
+    in_index_folder,
     is_listing,
     json_error,
     read_cache,
@@ -155,6 +157,9 @@ class Ingested:
     problems: list[Problem] = field(default_factory=list)
     skipped: list[Problem] = field(default_factory=list)
     merged_duplicates: int = 0
+    # Per tag, per stack label: where the binaries of a network build cache live and in
+    # which layout (`base`, `layout` of index/binary_urls.py), the first cache wins.
+    mirrors: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def specs(self) -> int:
@@ -370,7 +375,11 @@ def ingest_plan(
         if data is None:
             continue
         result.caches += 1
-        result.sources.append(data.source)
+        result.sources.append(public_base(data.source))
+        if data.base is not None and data.layout is not None and request.location.is_url:
+            mirrors = result.mirrors.setdefault(request.tag, {})
+            for label in data.stacks:
+                mirrors.setdefault(label, (public_base(data.base), data.layout))
         for problem in (*data.problems, *data.database.problems):
             report(problem)
         graph = result.graphs.get(request.tag)
@@ -392,7 +401,8 @@ def _read_cache(
             return cache_data(read_spec_file(data, str(location)), request.label)
         if request.kind == "index":
             if request.data is not None:
-                return cache_data(read_database(request.data, str(location)), request.label)
+                database = read_database(request.data, str(location))
+                return in_index_folder(cache_data(database, request.label))
             return read_index_file(location, opener, request.label)
         if location.is_oci:  # an OCI repository is a mirror of its own layout
             return read_oci(location, opener, request.label)

@@ -4,10 +4,10 @@ to an `oci://` mirror, Spack 0.21+).
 A mirror is a repository, `oci://HOST[:PORT]/NAME` (`oci+http://` without TLS). Its index
 is the image tagged `index.spack`: a manifest whose first layer is the build-cache index
 (`index.json`), named by its sha256 digest; each binary is the image tagged
-`<name>-<version>-<hash>.spack`, whose config blob holds the spec and whose layer is the
-tarball. The reader sees two kinds of location: `REPO:TAG` (a manifest) and
-`REPO@sha256:HEX` (a blob); how they are fetched (the registry API, its authentication)
-is the reader's business, not the index's.
+`<name>-<version>-<hash>.spack` (index/binary_urls.py), whose config blob holds
+the spec and whose layer is the tarball. The reader sees two kinds of location:
+`REPO:TAG` (a manifest) and `REPO@sha256:HEX` (a blob); how they are fetched (the
+registry API, its authentication) is the reader's business, not the index's.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from cachegql.index.ingest.buildcache import CacheData, binaries
 from cachegql.index.ingest.locations import Location, Opener
 from cachegql.index.ingest.spackdb import SourceFormatError, read_database
 
-__all__ = ["INDEX_TAG", "blob", "image", "read_oci", "spec_tag"]
+__all__ = ["INDEX_TAG", "blob", "image", "read_oci"]
 
 INDEX_TAG = "index.spack"
-_INVALID_TAG_CHARACTER = re.compile(r"[^\w.-]")
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -39,12 +38,6 @@ def blob(root: Location, digest: str) -> Location:
     return Location(f"{root.text.rstrip('/')}@{digest}")
 
 
-def spec_tag(name: str, version: str, digest: str) -> str:
-    """The tag Spack gives a binary's image: a valid OCI tag, at most 128 characters."""
-    tag = _INVALID_TAG_CHARACTER.sub("_", f"{name}-{version}-{digest}.spack")
-    return tag if len(tag) <= 128 else tag[:64] + tag[-64:]
-
-
 def read_oci(root: Location, opener: Opener, label: str) -> CacheData:
     """The build cache of an OCI repository: the index of its `index.spack` image."""
     manifest = image(root, INDEX_TAG)
@@ -56,7 +49,9 @@ def read_oci(root: Location, opener: Opener, label: str) -> CacheData:
         database = read_database(data, str(manifest))
     except SourceFormatError as exc:
         raise SourceFormatError(f"{manifest}: {exc}") from None
-    return CacheData(str(root), database, {label: binaries(database)})
+    return CacheData(
+        str(root), database, {label: binaries(database)}, base=root.text.rstrip("/"), layout="oci"
+    )
 
 
 def _index_digest(manifest: Any, where: str) -> str:

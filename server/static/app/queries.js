@@ -61,7 +61,7 @@ export const SPEC = `query Spec($hash: String!, $tag: String) {
     compiler { raw }
     platform os target
     variants { raw }
-    stacks sizeBytes tarball
+    stacks sizeBytes tarball specFileUrl tarballUrl
     dependencies { name hash version deptypes virtuals spec { hash } }
     dependents(first: 50) { totalCount nodes { hash shortHash name version } }
   }

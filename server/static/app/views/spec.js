@@ -52,6 +52,16 @@ export async function mount(ctx) {
     ["Size", bytes(spec.sizeBytes)],
     ["Tarball", spec.tarball ? h("code", {}, spec.tarball) : "\u2014"],
   ];
+  // Where Spack fetches this binary (caches indexed from the network): a link a browser can
+  // follow for http(s), the URL to hand to Spack, oras or the AWS CLI for oci:// and s3://.
+  const binaries = [
+    ["View raw spec", spec.specFileUrl],
+    ["Download tarball", spec.tarballUrl],
+  ].filter(([, url]) => url);
+  for (const [label, url] of binaries) {
+    const web = /^https?:\/\//.test(url);
+    fields.push([label, web ? h("a", { href: url, rel: "noopener" }, url) : h("code", {}, url)]);
+  }
   replace(
     main,
     crumbs(route, [spec.name, tagLink(route, "package", spec.name)], [`/${spec.shortHash}`, null]),
