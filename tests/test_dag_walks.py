@@ -136,3 +136,17 @@ def test_a_cycle_is_refused(tmp_path: Path) -> None:
     edges = {"a": [Edge("y", "b", ("link",), ())], "b": [Edge("x", "a", ("link",), ())]}
     with pytest.raises(CycleError, match="cycle"):
         write_dag(tmp_path, edges, ["a", "b"], [], ["x", "y"])
+
+
+def test_the_last_few_hubs_keep_their_rows(generated: IndexStore) -> None:
+    dag = generated.snapshot("develop").dag
+    assert dag is not None
+    bits = sorted(dag.hub_bits.values())[:6]
+    first = dag.hub_answer(bits[0])
+    assert dag.hub_answer(bits[0]) is first, "kept"
+    assert not first.flags.writeable
+    for bit in bits[1:]:
+        dag.hub_answer(bit)
+    again = dag.hub_answer(bits[0])
+    assert again is not first and again.tolist() == first.tolist(), "dropped, then made again"
+    assert again.tolist() == np.flatnonzero(dag.hub_rows(bits[0])).tolist()

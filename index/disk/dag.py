@@ -10,6 +10,7 @@ bit per spec, as a walk from them would visit most of the tag.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,8 @@ __all__ = ["Dag", "EdgeData"]
 
 # Above this share of the nodes, testing candidates walks more than the whole answer.
 _TEST_SHARE = 0.02
+# Hubs whose rows are kept once generated (4 bytes a row: 16 MB at 1M specs for four).
+_KEPT_HUBS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,8 @@ class Dag:
         self.parents = Postings.read(folder, "parents", self.num_nodes, self.num_nodes)
         self.by_name = Postings.read(folder, "names", len(self.name_ids), self.num_nodes)
         self.hubs: npt.NDArray[np.uint64] = load_array(folder, "hubs", "uint64", self.num_specs)
+        self._hub_answers: dict[int, Rows] = {}
+        self._hub_lock = threading.Lock()
 
     def edges(self, nodes: list[int]) -> list[list[EdgeData] | None]:
         """The direct edges of each node, in the order its source lists them; None for a
@@ -93,6 +98,20 @@ class Dag:
         words = self.hubs if rows is None else self.hubs[rows]
         found: Mask = (words >> np.uint64(bit)) & np.uint64(1) != 0
         return found
+
+    def hub_answer(self, bit: int) -> Rows:
+        """The spec rows that depend on the hub package `bit`, ascending: kept for the
+        last few hubs asked, as `^zlib` is asked again and again."""
+        with self._hub_lock:  # queries run in threads
+            rows = self._hub_answers.pop(bit, None)
+        if rows is None:
+            rows = np.flatnonzero(self.hub_rows(bit)).astype(np.int32)
+            rows.flags.writeable = False
+        with self._hub_lock:
+            self._hub_answers[bit] = rows  # the last asked, last in line to go
+            while len(self._hub_answers) > _KEPT_HUBS:
+                del self._hub_answers[next(iter(self._hub_answers))]
+        return rows
 
     def depending_on(self, nodes: IdArray) -> Rows:
         """The node ids whose DAG contains any of `nodes` (at any depth), ascending."""

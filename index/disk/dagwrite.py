@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from array import array
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -49,27 +50,34 @@ def write_dag(
     ids = {digest: i for i, digest in enumerate((*spec_hashes, *node_hashes))}
     num_nodes, num_specs = len(ids), len(spec_hashes)
     virtual_sets: dict[tuple[str, ...], int] = {(): 0}
+    masks: dict[tuple[str, ...], int] = {}
     lengths = np.zeros(num_nodes, dtype=np.int64)
     # A spec read from a page has no recorded edges (unknown), unlike a leaf (none).
     recorded = np.zeros(num_nodes, dtype=np.bool_)
-    targets: list[int] = []
-    deptypes: list[int] = []
-    virtuals: list[int] = []
+    # Typed arrays, not lists: 10M edges at 1M specs would be 10M int objects per list.
+    targets = array("i")
+    deptypes = array("B")
+    virtuals = array("i")
     for node, digest in enumerate((*spec_hashes, *node_hashes)):
-        node_edges = edges.get(digest, ())
-        recorded[node] = digest in edges
+        node_edges = edges.get(digest)
+        if node_edges is None:
+            continue
+        recorded[node] = True
         lengths[node] = len(node_edges)
         for edge in node_edges:
             targets.append(ids[edge.hash])
-            deptypes.append(sum(1 << DEPTYPES.index(d) for d in edge.deptypes if d in DEPTYPES))
+            mask = masks.get(edge.deptypes)
+            if mask is None:
+                mask = masks[edge.deptypes] = _mask(edge.deptypes)
+            deptypes.append(mask)
             virtuals.append(virtual_sets.setdefault(edge.virtuals, len(virtual_sets)))
     offsets = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    target_ids = np.array(targets, dtype=np.int32)
+    target_ids = np.frombuffer(targets, dtype=np.int32) if targets else _EMPTY
     np.save(folder / "edges.offsets.npy", offsets)
     np.save(folder / "edges.targets.npy", target_ids)
-    np.save(folder / "edges.deptypes.npy", np.array(deptypes, dtype=np.uint8))
-    np.save(folder / "edges.virtuals.npy", np.array(virtuals, dtype=np.int32))
+    np.save(folder / "edges.deptypes.npy", np.frombuffer(deptypes, dtype=np.uint8))
+    np.save(folder / "edges.virtuals.npy", np.frombuffer(virtuals, dtype=np.int32))
     np.save(folder / "edges.recorded.npy", recorded)
 
     sources = np.repeat(np.arange(num_nodes, dtype=np.int32), lengths)
@@ -91,6 +99,11 @@ def write_dag(
         "virtuals": [list(v) for v in sorted(virtual_sets, key=virtual_sets.__getitem__)],
     }
     (folder / DAG_FILE).write_text(json.dumps(meta), encoding="utf-8")
+
+
+def _mask(deptypes: tuple[str, ...]) -> int:
+    """The deptypes of an edge as bits of `DEPTYPES` (one it does not know is left out)."""
+    return sum(1 << DEPTYPES.index(d) for d in deptypes if d in DEPTYPES)
 
 
 def _group(keys: Rows, items: Rows, num_keys: int) -> Postings:

@@ -38,8 +38,7 @@ class DependsLeaf:
     def _all(self) -> Rows:
         if self._answer is None:
             if self._hub is not None:
-                found = self._dag.hub_rows(self._hub)
-                self._answer = np.flatnonzero(found).astype(np.int32)
+                self._answer = self._dag.hub_answer(self._hub)
             else:
                 ids = self._dag.depending_on(self._matched)
                 lo, hi = np.searchsorted(ids, (self._offset, self._offset + self._size))
