@@ -15,6 +15,13 @@ nowhere deeper. Inside, by concern:
 
 from cachegql.index.budget import OverBudgetError, deadline, renewed
 from cachegql.index.build import BuildError, BuildReport, build_index
+from cachegql.index.coverage import (
+    Coverage,
+    RootCoverage,
+    SpecCoverage,
+    check_environment,
+    wanted_from_lock,
+)
 from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.publish import PublishError
@@ -29,6 +36,13 @@ from cachegql.index.ingest import (
     ReadError,
     SourceError,
     StrictModeError,
+)
+from cachegql.index.ingest.lockfile import (
+    LockedSpec,
+    Lockfile,
+    LockfileError,
+    read_lock_node,
+    read_lockfile,
 )
 from cachegql.index.query.answers import (
     MAX_CANDIDATES,
@@ -52,6 +66,7 @@ from cachegql.index.query.criteria import (
 )
 from cachegql.index.query.diff import PackageChange, TagDiff, tag_diff
 from cachegql.index.query.hashes import full_hash, missing_hashes
+from cachegql.index.query.nearest import Difference, Near, Wanted, nearest, wanted_from_query
 from cachegql.index.records import Problem, SpecRecord
 from cachegql.index.spack import (
     SHORT_HASH_LENGTH,
@@ -59,6 +74,7 @@ from cachegql.index.spack import (
     Variant,
     format_spec,
     normalize_prefix,
+    parse_spec_query,
 )
 from cachegql.index.spack.targets import (
     Microarchitecture,
@@ -82,12 +98,18 @@ __all__ = [
     "BuildError",
     "BuildReport",
     "Compiler",
+    "Coverage",
     "CriteriaError",
     "DependencyData",
+    "Difference",
     "Facets",
     "IndexLoadError",
     "IndexStore",
+    "LockedSpec",
+    "Lockfile",
+    "LockfileError",
     "Microarchitecture",
+    "Near",
     "NotFoundError",
     "OverBudgetError",
     "PackageChange",
@@ -97,11 +119,13 @@ __all__ = [
     "PublishError",
     "ReadError",
     "Reader",
+    "RootCoverage",
     "Rows",
     "Scope",
     "SizeBounds",
     "Snapshot",
     "SourceError",
+    "SpecCoverage",
     "SpecCriteria",
     "SpecField",
     "SpecRecord",
@@ -111,7 +135,9 @@ __all__ = [
     "TagDiff",
     "UnknownTagError",
     "Variant",
+    "Wanted",
     "build_index",
+    "check_environment",
     "compatibility",
     "deadline",
     "find_packages",
@@ -122,8 +148,12 @@ __all__ = [
     "host_target",
     "microarchitectures",
     "missing_hashes",
+    "nearest",
     "normalize_prefix",
+    "parse_spec_query",
     "parse_variant_constraint",
+    "read_lock_node",
+    "read_lockfile",
     "renewed",
     "runs_on",
     "shorten",
@@ -132,4 +162,6 @@ __all__ = [
     "stacks",
     "tag_diff",
     "target_names",
+    "wanted_from_lock",
+    "wanted_from_query",
 ]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 
 from cachegql.index import SizeBounds, microarchitectures
 
-__all__ = ["QUESTION_BOUNDS"]
+__all__ = ["QUESTION_BOUNDS", "QUESTION_LOOKUPS"]
 
 
 def _archspec_bound() -> int:
@@ -25,4 +25,11 @@ QUESTION_BOUNDS: Mapping[tuple[str, str], Callable[[SizeBounds, int], int]] = {
     # At most one per hash of the filter's `hash`, each of which the filter already
     # prices at IN_VALUE_COST, more than the item it can add here.
     ("SpecConnection", "missing"): lambda bounds, page: 1,
+    # Compares every binary of one package; answers at most `first` of them.
+    ("Query", "nearest"): lambda bounds, page: bounds.specs_per_package,
+    ("NearestBinary", "differences"): lambda bounds, page: (
+        bounds.per_spec.get("variants", 0) + bounds.per_spec.get("dependencies", 0) + 6
+    ),
 }
+QUESTION_LOOKUPS = frozenset({("Query", "nearest")})
+"""Root fields that read one package's binaries: priced as a lookup, plus their list."""
