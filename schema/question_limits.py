@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from cachegql.index import SizeBounds, microarchitectures
+from cachegql.schema.environment import MAX_LOCKED_SPECS, MAX_NEAREST_PER_SPEC
 
 __all__ = ["QUESTION_BOUNDS", "QUESTION_LOOKUPS"]
 
@@ -30,6 +31,12 @@ QUESTION_BOUNDS: Mapping[tuple[str, str], Callable[[SizeBounds, int], int]] = {
     ("NearestBinary", "differences"): lambda bounds, page: (
         bounds.per_spec.get("variants", 0) + bounds.per_spec.get("dependencies", 0) + 6
     ),
+    # A lockfile is checked whole: priced at the most specs it may pin, each with the
+    # most nearest binaries it may list.
+    ("EnvironmentCheck", "roots"): lambda bounds, page: MAX_LOCKED_SPECS,
+    ("EnvironmentCheck", "specs"): lambda bounds, page: MAX_LOCKED_SPECS,
+    ("EnvironmentCheck", "problems"): lambda bounds, page: MAX_LOCKED_SPECS,
+    ("EnvironmentSpec", "nearest"): lambda bounds, page: MAX_NEAREST_PER_SPEC,
 }
-QUESTION_LOOKUPS = frozenset({("Query", "nearest")})
+QUESTION_LOOKUPS = frozenset({("Query", "nearest"), ("Query", "checkEnvironment")})
 """Root fields that read one package's binaries: priced as a lookup, plus their list."""

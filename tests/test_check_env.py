@@ -282,3 +282,34 @@ def test_the_shared_mirror_covers_its_own_zlib(tmp_path: Path) -> None:
     assert [(r["spec"], r["cached"]) for r in body["roots"]] == [("zlib", 1), ("zlib~shared", 0)]
     (near,) = body["specs"][1]["nearest"]
     assert near["hash"] == digest and near["differences"] == ["has +shared, you asked ~shared"]
+
+
+CHECK = """query($lock: String!, $n: Int) { checkEnvironment(lockfile: $lock, nearest: $n) {
+  tag lockfileVersion total cached externals problems
+  roots { spec total cached }
+  specs { name cached external nearest { spec { target } differences usable } } } }"""
+
+
+def test_check_environment_through_the_api(client: GraphQLClient) -> None:
+    found = client.data(CHECK, lock=qd.environment(6).decode(), n=2)["checkEnvironment"]
+    assert (found["lockfileVersion"], found["total"], found["cached"], found["externals"]) == (
+        6,
+        3,
+        2,
+        1,
+    )
+    assert found["roots"] == [
+        {"spec": "hdf5 ~mpi", "total": 2, "cached": 1},
+        {"spec": "openmpi", "total": 1, "cached": 1},
+    ]
+    hdf5 = found["specs"][0]
+    assert (hdf5["name"], hdf5["cached"]) == ("hdf5", False)
+    assert [n["spec"]["target"] for n in hdf5["nearest"]] == ["zen2", "zen3"]
+    assert hdf5["nearest"][0]["differences"] == ["built for zen2: runs on your zen3"]
+    assert all(not s["nearest"] for s in found["specs"][1:])
+
+
+def test_check_environment_refuses_a_malformed_lockfile(client: GraphQLClient) -> None:
+    error = client.error(CHECK, lock='{"_meta": {"lockfile-version": 4},\n "roots": [,]}', n=1)
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert "the lockfile: not valid JSON at line 2, column 12" in error["message"]
