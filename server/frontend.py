@@ -30,6 +30,7 @@ PAGE_PATHS = (
     "/stacks",
     "/stack/{name}",
     "/changes",
+    "/check",
 )
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -60,6 +61,7 @@ _PAGE = """\
         <a href="/">Search</a>
         <a href="/stacks">Stacks</a>
         <a href="/changes">Changes</a>
+        <a href="/check">Check</a>
         <a href="/graphql">GraphiQL</a>
       </nav>
       <div class="controls">

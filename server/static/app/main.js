@@ -6,6 +6,7 @@ import { h, replace } from "./dom.js";
 import { TAGS } from "./queries.js";
 import { link, parse } from "./router.js";
 import * as changes from "./views/changes.js";
+import * as environment from "./views/environment.js";
 import { errorNotice, heading } from "./views/common.js";
 import * as pkg from "./views/package.js";
 import * as search from "./views/search.js";
@@ -21,6 +22,7 @@ const VIEWS = {
   stacks: stack.mountList,
   stack: stack.mount,
   changes: changes.mount,
+  check: environment.mount,
 };
 
 const main = document.getElementById("main");

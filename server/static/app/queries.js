@@ -108,3 +108,15 @@ export const CHANGED_SPECS = `query ChangedSpecs($from: String!, $to: String!, $
     }
   }
 }`;
+
+// Sent by POST (api.js post): the lockfile does not fit a URL.
+export const CHECK_ENVIRONMENT = `query CheckEnvironment($lockfile: String!, $tag: String) {
+  checkEnvironment(lockfile: $lockfile, tag: $tag, nearest: 1) {
+    tag lockfileVersion total cached externals problems
+    roots { spec hash total cached }
+    specs {
+      hash name format cached external
+      nearest { spec { hash format } differences usable }
+    }
+  }
+}`;
