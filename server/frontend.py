@@ -68,6 +68,10 @@ _PAGE = """\
         <span class="field">
           <label for="tag">Tag</label> <select id="tag" name="tag"></select>
         </span>
+        <span class="field">
+          <label for="runs-on">Runs on</label>
+          <select id="runs-on" name="runsOn"><option value="">any target</option></select>
+        </span>
         <form id="hash-form" class="field" role="search" aria-label="Spec by hash">
           <label for="hash">Hash</label>
           <input id="hash" name="hash" placeholder="/22xi27u" autocomplete="off"

@@ -1,6 +1,7 @@
-"""The front end's "Check an environment" page in a real browser (tests/browser.py): a
-spack.lock pasted or opened, its coverage and the nearest binary of each miss; a lockfile
-over the server's body limit; phone width; nothing leaves the origin."""
+"""The front end's answers to what users ask, in a real browser (tests/browser.py): the
+"Check an environment" page (a spack.lock pasted or opened, its coverage and the nearest
+binary of each miss; a lockfile over the server's body limit; phone width), and the
+header's "Runs on" selector narrowing the views; nothing leaves the origin."""
 
 from __future__ import annotations
 
@@ -114,3 +115,28 @@ def test_the_check_page_fits_a_phone(browser: Browser, server: str, shots: Path)
         assert widths[0] <= widths[2] and widths[1] <= widths[2], widths
         tab.screenshot("phone-check", full_page=True)
         tab.assert_clean()
+
+
+def test_runs_on_narrows_the_views_and_stays_in_the_url(tab: Tab) -> None:
+    page = tab.page
+    page.goto(tab.origin + "/package/hdf5", wait_until="load")
+    rows = page.locator("main table tbody tr")
+    expect(rows).to_have_count(10)
+    choice = page.get_by_label("Runs on")
+    expect(choice.locator("optgroup[label=aarch64] option[value=neoverse_v2]")).to_have_count(1)
+    choice.select_option("zen2")
+    expect(rows).to_have_count(7)  # zen2 (3), zen, x86_64_v3, x86_64_v2, x86_64
+    assert "runsOn=zen2" in page.url
+    choice.select_option("aarch64")
+    expect(rows).to_have_count(1)
+    page.reload(wait_until="load")
+    expect(page.get_by_label("Runs on")).to_have_value("aarch64")
+    expect(rows).to_have_count(1)
+    # The header's links keep the choice, and search counts what runs there.
+    page.get_by_role("link", name="Search", exact=True).first.click()
+    assert "runsOn=aarch64" in page.url
+    expect(page.locator(".summary")).to_have_text("1 spec in 1 package")
+    choice.select_option("")
+    expect(page.locator(".summary")).to_have_text("13 specs in 4 packages")
+    assert "runsOn" not in page.url
+    tab.assert_clean()
