@@ -15,7 +15,14 @@ from cachegql.index.budget import check
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.ingest.lockfile import LockedSpec, Lockfile
 from cachegql.index.query.hashes import hash_rows
-from cachegql.index.query.nearest import KEY_DEPTYPES, Near, Wanted, exact_versions, nearest
+from cachegql.index.query.nearest import (
+    KEY_DEPTYPES,
+    Candidates,
+    Near,
+    Wanted,
+    exact_versions,
+    nearest,
+)
 from cachegql.index.spack.specformat import format_spec
 
 __all__ = ["Coverage", "RootCoverage", "SpecCoverage", "check_environment", "wanted_from_lock"]
@@ -99,6 +106,7 @@ def check_environment(snapshot: Snapshot, lockfile: Lockfile, first: int = 3) ->
     order.extend(h for h in lockfile.specs if h not in seen)  # pinned, reached from no root
     held = {snapshot.hash_of(int(r)) for r in hash_rows(snapshot, order)}
     coverage = Coverage(tag=snapshot.tag)
+    read: Candidates = {}
     for digest in order:
         check()
         locked = lockfile.specs[digest]
@@ -107,7 +115,7 @@ def check_environment(snapshot: Snapshot, lockfile: Lockfile, first: int = 3) ->
         near = (
             ()
             if cached or locked.external
-            else tuple(nearest(snapshot, wanted_from_lock(locked), first))
+            else tuple(nearest(snapshot, wanted_from_lock(locked), first, read))
         )
         coverage.specs.append(
             SpecCoverage(

@@ -313,3 +313,49 @@ def test_check_environment_refuses_a_malformed_lockfile(client: GraphQLClient) -
     error = client.error(CHECK, lock='{"_meta": {"lockfile-version": 4},\n "roots": [,]}', n=1)
     assert error["extensions"]["code"] == "BAD_USER_INPUT"
     assert "the lockfile: not valid JSON at line 2, column 12" in error["message"]
+
+
+def test_the_batched_ranking_is_the_exhaustive_one(tmp_path: Path) -> None:
+    """Dependencies are read only for the best ranked binaries: the answer must be the
+    ranking of every binary with all its differences."""
+    from cachegql.demo import MirrorConfig, write_mirror
+    from cachegql.index import IndexStore, Wanted, nearest
+    from cachegql.index.query.nearest import differences
+
+    summary = write_mirror(MirrorConfig(specs=600, packages=6, stacks=2, seed=3), tmp_path)
+    build_index([summary.mirror], tmp_path / "ix", tag="develop")
+    store = IndexStore(tmp_path / "ix")
+    try:
+        snapshot = store.snapshot()
+        compared = 0
+        for name in ("zlib", *sorted(snapshot.package_ids)[:5]):
+            package_id = snapshot.package_id(name)
+            if package_id is None:
+                continue
+            rows = list(range(*snapshot.package_range(package_id)))
+            some = snapshot.specs(rows[:1])[0]
+            deps = snapshot.dependencies(rows[:1])[0] or []
+            wanted = Wanted(
+                name=name,
+                variants=some.variants[:1],
+                target="zen3",
+                dependencies=tuple((d.name, d.hash) for d in deps if "link" in d.deptypes),
+                exact=True,
+            )
+            every = [
+                (not any(x.blocking for x in found), found, spec)
+                for spec, found in (
+                    (spec, differences(wanted, spec, d))
+                    for spec, d in zip(
+                        snapshot.specs(rows), snapshot.dependencies(rows), strict=True
+                    )
+                )
+            ]
+            every.sort(key=lambda item: (not item[0], len(item[1]), item[2].hash))
+            found = nearest(snapshot, wanted, 5)
+            assert [n.spec.hash for n in found] == [item[2].hash for item in every[:5]]
+            assert [list(n.differences) for n in found] == [item[1] for item in every[:5]]
+            compared += len(rows)
+        assert compared > 3 * 32  # more than one batch of dependencies was needed
+    finally:
+        store.close()

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from cachegql.index.budget import check
 from cachegql.index.disk.snapshot import DependencyData, Snapshot
 from cachegql.index.errors import CriteriaError
@@ -28,6 +26,7 @@ from cachegql.index.spack.versions import VersionRange, parse_constraint
 __all__ = [
     "KEY_DEPTYPES",
     "MAX_COMPARED",
+    "Candidates",
     "Difference",
     "Near",
     "Wanted",
@@ -38,7 +37,9 @@ __all__ = [
 KEY_DEPTYPES = frozenset({"link", "run"})
 """The dependencies that make a binary what it is at run time; build-only ones do not."""
 MAX_COMPARED = 20_000
-"""Binaries of one package compared at most (the newest rows beyond are left out)."""
+"""Binaries of one package compared at most (the rows beyond are left out)."""
+DEPENDENCY_BATCH = 32
+"""Binaries whose dependencies are read at once, best ranked first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,25 +116,63 @@ def exact_versions(version: str) -> tuple[VersionRange, ...]:
     return tuple(parse_constraint("=" + version))
 
 
-def nearest(snapshot: Snapshot, wanted: Wanted, first: int) -> list[Near]:
-    """The `first` binaries of `wanted.name` in `snapshot` nearest to `wanted`."""
+Candidates = dict[str, list[tuple[int, SpecRecord]]]
+"""The binaries of each package read so far, for the misses of one environment."""
+
+
+def nearest(
+    snapshot: Snapshot, wanted: Wanted, first: int, read: Candidates | None = None
+) -> list[Near]:
+    """The `first` binaries of `wanted.name` in `snapshot` nearest to `wanted`.
+
+    Dependencies only add differences, and never blocking ones: binaries are ranked by
+    their other differences first (shared by the many binaries of one configuration, so
+    computed once per configuration), and dependencies are read in batches, best first,
+    only until no binary left can rank among the `first` (a popular package has
+    thousands of binaries; a miss reads the dependencies of a few dozen). `read` keeps
+    each package's binaries for the next miss of the same package.
+    """
     package_id = snapshot.package_id(wanted.name)
     if package_id is None or first <= 0:
         return []
-    start, stop = snapshot.package_range(package_id)
-    rows = np.arange(start, min(stop, start + MAX_COMPARED), dtype=np.int32)
-    specs = snapshot.specs(rows)
-    dependencies: list[list[DependencyData] | None] = (
-        snapshot.dependencies(rows.tolist())
-        if wanted.dependencies and snapshot.has_dependencies
-        else [None] * len(specs)
-    )
-    found = []
-    for row, spec, deps in zip(rows.tolist(), specs, dependencies, strict=True):
+    binaries = None if read is None else read.get(wanted.name)
+    if binaries is None:
+        start, stop = snapshot.package_range(package_id)
+        rows = list(range(start, min(stop, start + MAX_COMPARED)))
+        binaries = list(zip(rows, snapshot.specs(rows), strict=True))
+        if read is not None:
+            read[wanted.name] = binaries
+    by_configuration: dict[tuple[object, ...], tuple[Difference, ...]] = {}
+    ranked = []
+    for row, spec in binaries:
         check()
-        found.append(Near(row, spec, tuple(differences(wanted, spec, deps))))
-    found.sort(key=lambda n: (not n.usable, len(n.differences), n.spec.hash))
-    return found[:first]
+        key = (spec.version, spec.variants, spec.compiler, spec.target, spec.os, spec.platform)
+        found = by_configuration.get(key)
+        if found is None:
+            found = by_configuration[key] = tuple(differences(wanted, spec, None))
+        ranked.append(Near(row, spec, found))
+    ranked.sort(key=_rank)
+    if not (wanted.dependencies or wanted.exact) or not snapshot.has_dependencies:
+        return ranked[:first]
+    kept: list[Near] = []
+    for batch_start in range(0, len(ranked), DEPENDENCY_BATCH):
+        if len(kept) >= first and _rank(kept[first - 1]) < _rank(ranked[batch_start]):
+            break  # the rest rank below: their differences can only grow
+        batch = ranked[batch_start : batch_start + DEPENDENCY_BATCH]
+        # Read in row order, as the DAG's readers expect rows.
+        rows = sorted(n.row for n in batch)
+        edges = dict(zip(rows, snapshot.dependencies(rows), strict=True))
+        for near in batch:
+            dependencies = edges[near.row]
+            more = [] if dependencies is None else _dependency_differences(wanted, dependencies)
+            kept.append(Near(near.row, near.spec, near.differences + tuple(more)))
+        kept.sort(key=_rank)
+    return kept[:first]
+
+
+def _rank(near: Near) -> tuple[bool, int, str]:
+    """Usable first, then fewest differences, then by hash (a stable order)."""
+    return (not near.usable, len(near.differences), near.spec.hash)
 
 
 def differences(
