@@ -16,6 +16,13 @@ nowhere deeper. Inside, by concern:
 from cachegql.index.binary_urls import spec_binary_urls
 from cachegql.index.budget import OverBudgetError, deadline, renewed
 from cachegql.index.build import BuildError, BuildReport, build_index
+from cachegql.index.coverage import (
+    Coverage,
+    RootCoverage,
+    SpecCoverage,
+    check_environment,
+    wanted_from_lock,
+)
 from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.publish import PublishError, received
@@ -41,6 +48,13 @@ from cachegql.index.ingest import (
     over_limit,
     shown,
 )
+from cachegql.index.ingest.lockfile import (
+    LockedSpec,
+    Lockfile,
+    LockfileError,
+    read_lock_node,
+    read_lockfile,
+)
 from cachegql.index.query.answers import (
     MAX_CANDIDATES,
     AmbiguousHashError,
@@ -63,6 +77,7 @@ from cachegql.index.query.criteria import (
 )
 from cachegql.index.query.diff import PackageChange, TagDiff, tag_diff
 from cachegql.index.query.hashes import full_hash, missing_hashes
+from cachegql.index.query.nearest import Difference, Near, Wanted, nearest, wanted_from_query
 from cachegql.index.records import Problem, SpecRecord
 from cachegql.index.spack import (
     SHORT_HASH_LENGTH,
@@ -70,6 +85,7 @@ from cachegql.index.spack import (
     Variant,
     format_spec,
     normalize_prefix,
+    parse_spec_query,
 )
 from cachegql.index.spack.targets import (
     Microarchitecture,
@@ -97,14 +113,20 @@ __all__ = [
     "BuildError",
     "BuildReport",
     "Compiler",
+    "Coverage",
     "CriteriaError",
     "DependencyData",
+    "Difference",
     "Facets",
     "IndexLoadError",
     "IndexStore",
     "Inflater",
     "Limit",
+    "LockedSpec",
+    "Lockfile",
+    "LockfileError",
     "Microarchitecture",
+    "Near",
     "NotFoundError",
     "OriginError",
     "OverBudgetError",
@@ -115,12 +137,14 @@ __all__ = [
     "PublishError",
     "ReadError",
     "Reader",
+    "RootCoverage",
     "Rows",
     "Scope",
     "SizeBounds",
     "Snapshot",
     "SourceError",
     "SourceLimits",
+    "SpecCoverage",
     "SpecCriteria",
     "SpecField",
     "SpecRecord",
@@ -130,7 +154,9 @@ __all__ = [
     "TagDiff",
     "UnknownTagError",
     "Variant",
+    "Wanted",
     "build_index",
+    "check_environment",
     "compatibility",
     "deadline",
     "find_packages",
@@ -141,9 +167,13 @@ __all__ = [
     "host_target",
     "microarchitectures",
     "missing_hashes",
+    "nearest",
     "normalize_prefix",
     "over_limit",
+    "parse_spec_query",
     "parse_variant_constraint",
+    "read_lock_node",
+    "read_lockfile",
     "received",
     "renewed",
     "runs_on",
@@ -155,4 +185,6 @@ __all__ = [
     "stacks",
     "tag_diff",
     "target_names",
+    "wanted_from_lock",
+    "wanted_from_query",
 ]

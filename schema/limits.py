@@ -70,7 +70,7 @@ from cachegql.index import BUCKET_FIELDS, FACETS, SizeBounds, size_bounds
 from cachegql.schema.context import Context
 from cachegql.schema.errors import QUERY_TOO_COMPLEX
 from cachegql.schema.pagination import DEFAULT_FIRST, DEFAULT_MAX_FIRST
-from cachegql.schema.question_limits import QUESTION_BOUNDS
+from cachegql.schema.question_limits import QUESTION_BOUNDS, QUESTION_LOOKUPS
 
 __all__ = [
     "CONNECTION_FIELDS",
@@ -100,7 +100,9 @@ CONNECTION_FIELDS = frozenset(
 CONNECTION_TYPES = frozenset({"SpecConnection", "PackageConnection", "TagDiffConnection"})
 QUERIES_PER_CONNECTION: Mapping[str, int] = {"TagDiffConnection": 2}
 """Connections that query more than one tag: a tag diff filters both of its tags."""
-LOOKUPS = frozenset({("Query", "spec"), ("Query", "package"), ("Query", "stack")})
+LOOKUPS = frozenset({("Query", "spec"), ("Query", "package"), ("Query", "stack")}) | (
+    QUESTION_LOOKUPS
+)
 """Lookups at the root; nested ones (`Spec.package`, `Dependency.spec`) are read in one
 batch per level of the answer, and cost what any field costs."""
 FILTER_ARGUMENTS = frozenset({"filter"})

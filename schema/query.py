@@ -12,9 +12,16 @@ from cachegql.index import stack as stack_summary
 from cachegql.index import stacks as stack_summaries
 from cachegql.schema.context import Context
 from cachegql.schema.diff import FromArg, TagDiffConnection, tag_diff_connection
+from cachegql.schema.environment import EnvironmentCheck, environment_check
 from cachegql.schema.inputs import PackageFilterArg, SpecFilterArg
 from cachegql.schema.pagination import DEFAULT_FIRST
-from cachegql.schema.questions import Microarchitecture, microarchitecture_objects
+from cachegql.schema.questions import (
+    DEFAULT_NEAREST,
+    Microarchitecture,
+    NearestBinary,
+    microarchitecture_objects,
+    nearest_binaries,
+)
 from cachegql.schema.types import (
     Package,
     PackageConnection,
@@ -147,3 +154,33 @@ class Query:
     )
     def microarchitectures(self, family: str | None = None) -> list[Microarchitecture]:
         return microarchitecture_objects(family)
+
+    @strawberry.field(
+        description="The binaries of a spec's package nearest to it, each with how it differs "
+        "(version, variants, compiler, target, os, platform, key dependencies): usable ones "
+        "first, then by how few constraints differ. `spec` is Spack syntax "
+        "('hdf5@1.14 ~mpi target=zen3') or a node of a spack.lock's concrete_specs (JSON)."
+    )
+    def nearest(
+        self,
+        info: Info[Context, None],
+        spec: str,
+        first: int | None = DEFAULT_NEAREST,
+        tag: str | None = None,
+    ) -> list[NearestBinary]:
+        return nearest_binaries(info.context, spec, first, tag)
+
+    @strawberry.field(
+        description="How much of a Spack environment the tag holds: `lockfile` is a whole "
+        "spack.lock (versions 1 to 6); each concrete spec is looked up by full hash, and "
+        "each one missing gets its `nearest` binaries (0 to 3, default 1). What "
+        "`cachegql check` prints."
+    )
+    def check_environment(
+        self,
+        info: Info[Context, None],
+        lockfile: str,
+        tag: str | None = None,
+        nearest: int | None = 1,
+    ) -> EnvironmentCheck:
+        return environment_check(info.context, lockfile, tag, nearest)

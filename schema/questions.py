@@ -5,9 +5,27 @@ from __future__ import annotations
 
 import strawberry
 
+from cachegql.index import (
+    Wanted,
+    nearest,
+    parse_spec_query,
+    read_lock_node,
+    wanted_from_lock,
+    wanted_from_query,
+)
 from cachegql.index import microarchitectures as known_microarchitectures
+from cachegql.schema.context import Context
+from cachegql.schema.types import Spec, spec_objects
 
-__all__ = ["Microarchitecture", "microarchitecture_objects"]
+__all__ = [
+    "DEFAULT_NEAREST",
+    "Microarchitecture",
+    "NearestBinary",
+    "microarchitecture_objects",
+    "nearest_binaries",
+]
+
+DEFAULT_NEAREST = 5
 
 
 @strawberry.type(
@@ -34,4 +52,39 @@ def microarchitecture_objects(family: str | None) -> list[Microarchitecture]:
         )
         for m in known_microarchitectures()
         if family is None or m.family == family
+    ]
+
+
+@strawberry.type(description="A binary near a spec, and exactly how it differs from it.")
+class NearestBinary:
+    spec: Spec
+    differences: list[str] = strawberry.field(
+        description='Each constraint it does not meet, in words: "has +mpi, you asked ~mpi", '
+        '"built for x86_64_v3: runs on your zen3"; empty: the same spec.'
+    )
+    usable: bool = strawberry.field(
+        description="Nothing blocks it: its target runs on the one asked for, and its os "
+        "and platform are those asked for."
+    )
+
+
+def _wanted(text: str) -> Wanted:
+    """A Spack spec string, or a lockfile's node (JSON) when it starts with `{`."""
+    if text.lstrip().startswith("{"):
+        return wanted_from_lock(read_lock_node(text))
+    return wanted_from_query(parse_spec_query(text))
+
+
+def nearest_binaries(
+    context: Context, spec: str, first: int | None, tag: str | None
+) -> list[NearestBinary]:
+    """The binaries of the spec's package nearest to it: usable first, then by how few
+    constraints differ."""
+    snapshot = context.store.snapshot(tag)
+    count = max(0, min(DEFAULT_NEAREST if first is None else first, context.max_first))
+    found = nearest(snapshot, _wanted(spec), count)
+    objects = spec_objects(snapshot, [n.row for n in found])
+    return [
+        NearestBinary(spec=obj, differences=[d.text for d in near.differences], usable=near.usable)
+        for near, obj in zip(found, objects, strict=True)
     ]

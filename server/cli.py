@@ -15,6 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from cachegql.server.check_cli import add_check_command
 from cachegql.server.version import VERSION
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ examples:
   cachegql index _cache/ --out ./ix                index a checkout of cache.spack.io's _cache/
   cachegql serve --index ./ix --port 8080          serve it; rebuilds are picked up live
   cachegql query 'hdf5@1.14: +mpi %gcc@13 target=aarch64' --index ./ix
+  cachegql check spack.lock --index ./ix            how much of an environment is cached
   cachegql demo-data --specs 1000000 --out /tmp/pages
 """
 
@@ -355,6 +357,7 @@ def _parser() -> argparse.ArgumentParser:
         "machine with 'host'",
     )
     query.set_defaults(run=_query)
+    add_check_command(commands)
 
     schema = commands.add_parser("schema", help="print the GraphQL schema (SDL)")
     schema.add_argument(

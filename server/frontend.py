@@ -30,6 +30,7 @@ PAGE_PATHS = (
     "/stacks",
     "/stack/{name}",
     "/changes",
+    "/check",
 )
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -60,11 +61,16 @@ _PAGE = """\
         <a href="/">Search</a>
         <a href="/stacks">Stacks</a>
         <a href="/changes">Changes</a>
+        <a href="/check">Check</a>
         <a href="/graphql">GraphiQL</a>
       </nav>
       <div class="controls">
         <span class="field">
           <label for="tag">Tag</label> <select id="tag" name="tag"></select>
+        </span>
+        <span class="field">
+          <label for="runs-on">Runs on</label>
+          <select id="runs-on" name="runsOn"><option value="">any target</option></select>
         </span>
         <form id="hash-form" class="field" role="search" aria-label="Spec by hash">
           <label for="hash">Hash</label>

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,77 @@ def cache_nodes() -> dict[str, dict[str, Any]]:
 def write_cache(root: Path) -> Path:
     """The v2 mirror of `cache_nodes()` under `root`; returns its build_cache folder."""
     return mb.write_v2_mirror(mb.make_index(cache_nodes(), version="7"), root)
+
+
+def lockfile(version: int, nodes: list[dict[str, Any]], roots: list[tuple[str, str]]) -> bytes:
+    """A lockfile of `version` pinning `nodes` (DB 7 nodes, as `node` makes them), in the
+    shape Spack writes it: version 5 lists dependencies as `{name, hash, parameters:
+    {deptypes, virtuals}}` (Spack 0.22); version 6 (Spack 1.0) also turns each compiler
+    into an external build dependency providing `c` and `cxx`."""
+    pinned: dict[str, dict[str, Any]] = {}
+    compilers: dict[str, dict[str, Any]] = {}
+    for original in nodes:
+        body = {k: v for k, v in original.items() if k != "compiler"}
+        edges = [
+            {
+                "name": d["name"],
+                "hash": d["hash"],
+                "parameters": {"deptypes": d["type"], "virtuals": []},
+            }
+            for d in original["dependencies"]
+        ]
+        if version >= 6:
+            name, release = original["compiler"]["name"], original["compiler"]["version"]
+            compiler = compilers.setdefault(
+                f"{name}@{release}",
+                {
+                    "name": name,
+                    "version": release,
+                    "arch": original["arch"],
+                    "namespace": "builtin",
+                    "parameters": {"languages": ["c", "c++"]},
+                    "external": {"path": "/usr", "module": None},
+                    "hash": digest(f"compiler {name}@{release}"),
+                },
+            )
+            edges.append(
+                {
+                    "name": name,
+                    "hash": compiler["hash"],
+                    "parameters": {"deptypes": ["build"], "virtuals": ["c", "cxx"]},
+                }
+            )
+        else:
+            body["compiler"] = original["compiler"]
+        body["dependencies"] = edges
+        pinned[body["hash"]] = body
+    pinned.update({c["hash"]: c for c in compilers.values()})
+    meta = {
+        "file-type": "spack-lockfile",
+        "lockfile-version": version,
+        "specfile-version": version - 1,
+    }
+    document = {
+        "_meta": meta,
+        "spack": {"version": "1.0.0" if version >= 6 else "0.22.0"},
+        "roots": [{"hash": h, "spec": s} for s, h in roots],
+        "concrete_specs": pinned,
+    }
+    return json.dumps(document, indent=2).encode()
+
+
+def environment(version: int) -> bytes:
+    """An environment for a zen3 host: `hdf5 ~mpi` (not cached: the cache has it for zen2,
+    and for zen3 with +mpi) on the cache's own zlib, and the cache's `openmpi`."""
+    cache = cache_nodes()
+    zlib = next(n for n in cache.values() if n["name"] == "zlib")
+    openmpi = next(n for n in cache.values() if n["name"] == "openmpi")
+    hdf5 = node(
+        "hdf5",
+        "1.14.3",
+        target="zen3",
+        parameters={"mpi": False, "shared": True},
+        deps=(("zlib", zlib["hash"], ("build", "link")),),
+    )
+    roots = [("hdf5 ~mpi", hdf5["hash"]), ("openmpi", openmpi["hash"])]
+    return lockfile(version, [hdf5, zlib, openmpi], roots)

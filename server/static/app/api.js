@@ -1,4 +1,5 @@
-// The GraphQL client: GET only, with automatic persisted queries (Apollo APQ v1).
+// The GraphQL client: GETs with automatic persisted queries (Apollo APQ v1); a POST only
+// for what cannot fit a URL (a whole spack.lock, `post`).
 // A request names its query by sha256 alone; a server that does not know it yet answers
 // PERSISTED_QUERY_NOT_FOUND, and the same GET is sent once more with the text. GETs of
 // hashes are short, and HTTP caches (the browser's, the server's response cache, a CDN)
@@ -78,5 +79,30 @@ export async function data(query, variables = {}, options = {}) {
   const body = await request(query, variables, options);
   const error = body.errors?.[0];
   if (error) throw new ApiError(error.message, error.extensions?.code ?? "", error.extensions);
+  return body.data;
+}
+
+/** The data of a POST of `query` (for variables too large for a URL: a whole lockfile);
+ * its first error, or a refusal such as HTTP 413, is thrown as an ApiError. */
+export async function post(query, variables = {}, { signal } = {}) {
+  const response = await fetch(ENDPOINT, {
+    method: "POST",
+    headers: { Accept: "application/json", "Content-Type": "application/json" },
+    credentials: "same-origin",
+    body: JSON.stringify({ query, variables }),
+    signal,
+  });
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    // not JSON: reported below
+  }
+  const error = body?.errors?.[0];
+  if (!response.ok) {
+    throw new ApiError(error?.message ?? `the server answered HTTP ${response.status}`, `HTTP_${response.status}`);
+  }
+  if (error) throw new ApiError(error.message, error.extensions?.code ?? "", error.extensions);
+  if (body?.data === undefined) throw new ApiError(`the server answered HTTP ${response.status}`, `HTTP_${response.status}`);
   return body.data;
 }

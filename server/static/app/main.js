@@ -3,9 +3,10 @@
 
 import { data } from "./api.js";
 import { h, replace } from "./dom.js";
-import { TAGS } from "./queries.js";
+import { MICROARCHITECTURES, TAGS } from "./queries.js";
 import { link, parse } from "./router.js";
 import * as changes from "./views/changes.js";
+import * as environment from "./views/environment.js";
 import { errorNotice, heading } from "./views/common.js";
 import * as pkg from "./views/package.js";
 import * as search from "./views/search.js";
@@ -21,10 +22,12 @@ const VIEWS = {
   stacks: stack.mountList,
   stack: stack.mount,
   changes: changes.mount,
+  check: environment.mount,
 };
 
 const main = document.getElementById("main");
 const tagSelect = document.getElementById("tag");
+const runsOnSelect = document.getElementById("runs-on");
 const hashForm = document.getElementById("hash-form");
 const hashInput = document.getElementById("hash");
 
@@ -80,10 +83,15 @@ function syncHeader(route) {
   const tag = route?.params.get("tag") ?? "";
   if (tagSelect.options.length) tagSelect.value = tag || defaultTag;
   tagSelect.disabled = route?.view === "changes"; // it has its own two
-  // The header's links keep the tag too.
+  const runsOn = route?.params.get("runsOn") ?? "";
+  if (runsOn && ![...runsOnSelect.options].some((o) => o.value === runsOn)) {
+    runsOnSelect.append(h("option", { value: runsOn }, runsOn)); // before the list arrives
+  }
+  runsOnSelect.value = runsOn;
+  // The header's links keep the tag and the "Runs on" choice too.
   for (const anchor of document.querySelectorAll(".top a[href]")) {
     const target = parse(anchor.href);
-    if (target) anchor.href = link(target.view, target.arg, { tag });
+    if (target) anchor.href = link(target.view, target.arg, { tag, runsOn });
   }
 }
 
@@ -98,6 +106,36 @@ tags.then(
     tagSelect.disabled = true;
   },
 );
+
+// "Runs on": archspec's microarchitectures by family; a choice narrows every view to the
+// binaries that run there (SpecFilter.runsOn), and stays in the URL.
+data(MICROARCHITECTURES).then(
+  ({ microarchitectures }) => {
+    const families = new Map();
+    for (const m of microarchitectures) {
+      if (!families.has(m.family)) families.set(m.family, []);
+      families.get(m.family).push(m);
+    }
+    replace(
+      runsOnSelect,
+      h("option", { value: "" }, "any target"),
+      [...families].map(([family, list]) =>
+        h("optgroup", { label: family }, list.map((m) => h("option", { value: m.name }, m.name))),
+      ),
+    );
+    syncHeader(parse(location.href));
+  },
+  () => {
+    runsOnSelect.disabled = true;
+  },
+);
+
+runsOnSelect.addEventListener("change", () => {
+  const route = parse(location.href);
+  if (!route) return;
+  const params = Object.fromEntries([...route.params].filter(([key]) => key !== "after" && key !== "runsOn"));
+  go(link(route.view, route.arg, { ...params, runsOn: runsOnSelect.value || null }), { focus: false });
+});
 
 tagSelect.addEventListener("change", () => {
   const route = parse(location.href);

@@ -42,9 +42,9 @@ export const PACKAGE = `query Package($name: String!, $tag: String) {
   }
 }`;
 
-export const PACKAGE_SPECS = `query PackageSpecs($name: String!, $tag: String, $query: String, $after: String) {
+export const PACKAGE_SPECS = `query PackageSpecs($name: String!, $tag: String, $query: String, $filter: SpecFilter, $after: String) {
   package(name: $name, tag: $tag) {
-    specs(query: $query, first: ${PAGE}, after: $after) {
+    specs(query: $query, filter: $filter, first: ${PAGE}, after: $after) {
       totalCount
       pageInfo { hasNextPage endCursor }
       nodes {
@@ -91,8 +91,8 @@ export const STACK = `query Stack($name: String!, $tag: String) {
 }`;
 
 // Query.tagDiff: per-package counts of the specs added, removed and kept between two tags.
-export const CHANGES = `query Changes($from: String!, $to: String!, $after: String) {
-  tagDiff(from: $from, to: $to, first: 50, after: $after) {
+export const CHANGES = `query Changes($from: String!, $to: String!, $filter: SpecFilter, $after: String) {
+  tagDiff(from: $from, to: $to, filter: $filter, first: 50, after: $after) {
     from to totalCount added removed unchanged
     pageInfo { hasNextPage endCursor }
     nodes { name added removed unchanged }
@@ -107,4 +107,21 @@ export const CHANGED_SPECS = `query ChangedSpecs($from: String!, $to: String!, $
       removedSpecs(first: 20) { totalCount nodes { hash shortHash tag format } }
     }
   }
+}`;
+
+// Sent by POST (api.js post): the lockfile does not fit a URL.
+export const CHECK_ENVIRONMENT = `query CheckEnvironment($lockfile: String!, $tag: String) {
+  checkEnvironment(lockfile: $lockfile, tag: $tag, nearest: 1) {
+    tag lockfileVersion total cached externals problems
+    roots { spec hash total cached }
+    specs {
+      hash name format cached external
+      nearest { spec { hash format } differences usable }
+    }
+  }
+}`;
+
+// The "Runs on" selector's choices: archspec's microarchitectures (SpecFilter.runsOn).
+export const MICROARCHITECTURES = `query Microarchitectures {
+  microarchitectures { name family vendor }
 }`;

@@ -8,6 +8,7 @@ const ROUTES = [
   ["stacks", /^\/stacks$/],
   ["stack", /^\/stack\/([^/]+)$/],
   ["changes", /^\/changes$/],
+  ["check", /^\/check$/],
 ];
 
 /** `{ view, arg, params, url }` for a same-origin URL the app draws, else null. */

@@ -5,7 +5,7 @@ import { data } from "../api.js";
 import { announce, count, h, notice, plural, replace } from "../dom.js";
 import { CHANGED_SPECS, CHANGES } from "../queries.js";
 import { link } from "../router.js";
-import { crumbs, errorNotice, heading, pager } from "./common.js";
+import { crumbs, errorNotice, heading, pager, withRunsOn } from "./common.js";
 
 /** Whether `error` says that the server's schema has no Query.tagDiff. */
 function missingField(error) {
@@ -45,7 +45,8 @@ export async function mount(ctx) {
 
   let diff;
   try {
-    diff = (await data(CHANGES, { from, to, after: route.params.get("after") }, { signal })).tagDiff;
+    const filter = withRunsOn(route);
+    diff = (await data(CHANGES, { from, to, filter, after: route.params.get("after") }, { signal })).tagDiff;
   } catch (error) {
     if (signal.aborted) throw error;
     replace(body, missingField(error) ? notice("This server cannot compare tags: its API has no Query.tagDiff.", "error") : errorNotice(error));
@@ -53,7 +54,7 @@ export async function mount(ctx) {
   }
   const summary = `${diff.from} \u2192 ${diff.to}: ${count(diff.added)} specs added, ${count(diff.removed)} removed, ${count(diff.unchanged)} unchanged, in ${plural(diff.totalCount, "package")}`;
   announce(summary);
-  const rows = diff.nodes.flatMap((node) => packageRows(node, diff, signal));
+  const rows = diff.nodes.flatMap((node) => packageRows(node, diff, signal, route));
   replace(
     body,
     h("p", { class: "summary", id: "changes-summary" }, summary),
@@ -83,7 +84,7 @@ export async function mount(ctx) {
   return null;
 }
 
-function packageRows(node, diff, signal) {
+function packageRows(node, diff, signal, route) {
   const gone = node.added === 0 && node.unchanged === 0;
   const detail = h("td", { colspan: "5", dataset: { label: "Specs" } });
   const detailRow = h("tr", { class: "detail", hidden: true }, detail);
@@ -98,7 +99,7 @@ function packageRows(node, diff, signal) {
     loaded = true;
     replace(detail, h("p", { class: "muted" }, "Loading\u2026"));
     try {
-      const variables = { from: diff.from, to: diff.to, filter: { package: { eq: node.name } } };
+      const variables = { from: diff.from, to: diff.to, filter: withRunsOn(route, { package: { eq: node.name } }) };
       const answer = await data(CHANGED_SPECS, variables, { signal });
       const found = answer.tagDiff.nodes[0];
       replace(

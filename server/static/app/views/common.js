@@ -9,9 +9,20 @@ export function tagOf(route) {
   return route.params.get("tag") || null;
 }
 
-/** A link to `view` that keeps the current tag. */
+/** The microarchitecture the binaries shown must run on (the header's "Runs on"), or null. */
+export function runsOnOf(route) {
+  return route.params.get("runsOn") || null;
+}
+
+/** The SpecFilter of the "Runs on" choice, merged into `filter` (null: no constraint). */
+export function withRunsOn(route, filter = null) {
+  const runsOn = runsOnOf(route);
+  return runsOn ? { ...(filter ?? {}), runsOn } : filter;
+}
+
+/** A link to `view` that keeps the current tag and "Runs on" choice. */
 export function tagLink(route, view, arg = null, params = {}) {
-  return link(view, arg, { tag: tagOf(route), ...params });
+  return link(view, arg, { tag: tagOf(route), runsOn: runsOnOf(route), ...params });
 }
 
 /** The view's title, in the tab and as its heading (focused after navigation). */

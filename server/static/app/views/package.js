@@ -5,7 +5,7 @@ import { ApiError, data } from "../api.js";
 import { announce, bytes, debounce, h, notice, plural, replace } from "../dom.js";
 import { PACKAGE, PACKAGE_SPECS } from "../queries.js";
 import { link } from "../router.js";
-import { arch, bars, crumbs, errorNotice, heading, pager, table, tagOf, tagLink } from "./common.js";
+import { arch, bars, crumbs, errorNotice, heading, pager, table, tagOf, tagLink, withRunsOn } from "./common.js";
 
 const DEBOUNCE_MS = 250;
 
@@ -118,6 +118,7 @@ class PackageView {
       name: route.arg,
       tag: tagOf(route),
       query: route.params.get("q") || null,
+      filter: withRunsOn(route),
       after: route.params.get("after"),
     };
     this.first = data(PACKAGE_SPECS, variables, { signal: controller.signal }).then(

@@ -24,15 +24,16 @@ function stateOf(route) {
     const value = route.params.get(key);
     if (value) chosen[key] = value;
   }
-  return { tag: tagOf(route), q: route.params.get("q") ?? "", chosen, after: route.params.get("after") };
+  return { tag: tagOf(route), runsOn: route.params.get("runsOn"), q: route.params.get("q") ?? "", chosen, after: route.params.get("after") };
 }
 
 function urlOf(state) {
-  return link("search", null, { tag: state.tag, q: state.q, ...state.chosen, after: state.after });
+  return link("search", null, { tag: state.tag, runsOn: state.runsOn, q: state.q, ...state.chosen, after: state.after });
 }
 
-function filterOf(chosen) {
+function filterOf(chosen, runsOn = null) {
   const parts = FACETS.filter(([key]) => chosen[key]).map(([key, , field]) => [field, { eq: chosen[key] }]);
+  if (runsOn) parts.push(["runsOn", runsOn]);
   return parts.length ? Object.fromEntries(parts) : null;
 }
 
@@ -138,7 +139,7 @@ class SearchView {
     const state = this.state;
     const typedAt = this.typedAt;
     this.results.setAttribute("aria-busy", "true");
-    const filter = filterOf(state.chosen);
+    const filter = filterOf(state.chosen, state.runsOn);
     const variables = {
       tag: state.tag,
       search: state.q.trim() || null,
