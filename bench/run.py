@@ -47,7 +47,7 @@ RESULTS = ROOT / "bench" / "results"
 VENV = ROOT / ".venv" / "bin"
 PEER_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
 TAGS = "develop,develop-2025-03-30,v0.22.0"
-PORT = 8871
+PORT = int(os.environ.get("BENCH_PORT", "8871"))  # another when 8871 is taken
 SMALL_FACETS = (
     "compilers { value count } oss { value count } platforms { value count } "
     "targets { value count } stacks { value count }"
