@@ -48,7 +48,7 @@ VENV = ROOT / ".venv" / "bin"
 PEER_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
 TAGS = "develop,develop-2025-03-30,v0.22.0"
 # Another checkout's benchmark may hold 8871 on a shared machine: then set another.
-PORT = int(os.environ.get("CACHEGQL_BENCH_PORT", "8871"))
+PORT = int(os.environ.get("BENCH_PORT") or os.environ.get("CACHEGQL_BENCH_PORT") or "8871")
 SMALL_FACETS = (
     "compilers { value count } oss { value count } platforms { value count } "
     "targets { value count } stacks { value count }"

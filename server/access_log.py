@@ -88,7 +88,8 @@ class AccessLog:
                 sent += len(message.get("body", b""))
             await send(message)
 
-        arrived = time.time()
+        logging_on = self.enabled and logger.isEnabledFor(logging.INFO)
+        arrived = time.time() if logging_on else 0.0
         start = time.perf_counter()
         try:
             await self.app(scope, receive, send_with_id)
@@ -101,7 +102,7 @@ class AccessLog:
             # An exception before the answer started was answered 500 (above).
             if self.observe is not None:
                 self.observe(scope, status or 500, elapsed)
-            if self.enabled and logger.isEnabledFor(logging.INFO):
+            if logging_on:
                 line = self._line(scope, info, status or 500, elapsed, sent, arrived)
                 # logger.info without its look for the caller's frame, a third of its cost.
                 logger.handle(

@@ -1,7 +1,8 @@
 """The ASGI application: GraphQL at /graphql, the playground, the web front end at /, health,
 readiness, metrics.
 
-From the outside in: each request gets an id, and once answered is measured (`metrics`)
+From the outside in (`front`: GraphQL requests skip starlette's own layers and router,
+not this middleware): each request gets an id, and once answered is measured (`metrics`)
 and logged (`access_log`); it passes CORS and gzip (`compression`), then reaches its
 route. /graphql admits a bounded number of requests at a time (`admission`), reads each
 body within bounds of size and time (`body`), answers repeated requests from the
@@ -29,6 +30,7 @@ from cachegql.server.access_log import AccessLog, configure_logger
 from cachegql.server.admission import Admission
 from cachegql.server.body import BodyLimit
 from cachegql.server.compression import Compression
+from cachegql.server.front import front_door
 from cachegql.server.frontend import Frontend
 from cachegql.server.graphql_http import GraphQLEndpoint
 from cachegql.server.holder import IndexHolder
@@ -116,9 +118,10 @@ def create_app(settings: Settings) -> Starlette:
         )
     if settings.gzip_min_bytes > 0:
         middleware.append(Middleware(Compression, minimum_size=settings.gzip_min_bytes))
+    graphql_route = Route("/graphql", bounded, methods=["GET", "POST"])
     app = Starlette(
         routes=[
-            Route("/graphql", bounded, methods=["GET", "POST"]),  # first: the most asked
+            graphql_route,  # first: the most asked
             Route("/healthz", health),
             Route("/readyz", readiness),
             Route("/metrics", metrics.endpoint),
@@ -129,6 +132,7 @@ def create_app(settings: Settings) -> Starlette:
         middleware=middleware,
         lifespan=lifespan,
     )
+    front_door(app, graphql_route, middleware)  # /graphql without starlette's own layers
     app.state.holder = holder
     app.state.offloader = endpoint.offloader
     app.state.endpoint = endpoint

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 
 import orjson
-from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "BodyLimit"]
@@ -67,7 +66,7 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _read(self, scope: Scope, receive: Receive) -> bytes:
-        declared = Headers(scope=scope).get("content-length", "")
+        declared = _content_length(scope["headers"])
         if declared.isdigit() and int(declared) > self.max_bytes:
             raise _RefusedError(413, self._too_large())
         chunks: list[bytes] = []
@@ -93,6 +92,15 @@ class BodyLimit:
 
     def _too_large(self) -> str:
         return f"the request body is over {self.max_bytes:,} bytes, this server's limit"
+
+
+def _content_length(headers: list[tuple[bytes, bytes]]) -> bytes:
+    """The Content-Length header as sent (b"" if none): read from the raw headers, not
+    through a `Headers` made for this one look."""
+    for name, value in headers:
+        if name == b"content-length":
+            return value
+    return b""
 
 
 async def _refuse(send: Send, refused: _RefusedError) -> None:

@@ -197,7 +197,7 @@ async def _params(request: Request) -> Params:
         charset = re.search(r"charset=([^;\s]+)", parameters, re.IGNORECASE)
         if charset and charset.group(1).strip("\"'").lower() not in ("utf-8", "utf8"):
             raise BadRequestError(415, "the request body must be UTF-8")
-        raw = _decode(await request.body(), "the body")
+        raw = _decode(await _read_body(request.receive), "the body")
         if isinstance(raw, list):
             raise BadRequestError(400, "batched requests (a JSON list) are not supported")
         if not isinstance(raw, dict):
@@ -213,6 +213,19 @@ async def _params(request: Request) -> Params:
     if not isinstance(extensions, dict | None):
         raise BadRequestError(400, "'extensions' must be a JSON object")
     return Params(query or None, variables, name or None, extensions)
+
+
+async def _read_body(receive: Receive) -> bytes:
+    """The request's body, read straight from `receive` (the body limit hands it over as
+    one message): starlette's `Request.body` goes through an async generator."""
+    message = await receive()
+    chunks: list[bytes] = []
+    while message["type"] == "http.request":
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+        message = await receive()
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _decode(data: bytes, what: str) -> Any:

@@ -1,0 +1,111 @@
+"""One keep-alive client, one request at a time: cachegql's latency against the floor's.
+
+    .venv/bin/python bench/one_client.py --index DIR [--server-venv VENV] [--runs 400]
+
+Serves the index with `cachegql serve` (1 worker, response cache on, as deployed), then
+sends a hash lookup and a 20-spec package page with facets, each request with other
+variables than the last (a different hash, a different package: the response cache
+never answers), over one keep-alive connection. The floor (`floor_app.py`, the same
+uvicorn settings) answers the same-sized bodies. Prints the medians and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
+
+from run import PORT, VENV, WORK, cachegql_command, server  # type: ignore[import-not-found]
+
+LOOKUP = (
+    "query($h: String!) { spec(hash: $h) { hash name version compiler { name version } "
+    "os target } }"
+)
+PAGE = (
+    "query($p: String!) { specs(filter: { package: { eq: $p } }, first: 20) { totalCount "
+    "nodes { hash name version } facets { compilers { value count } oss { value count } "
+    "platforms { value count } targets { value count } stacks { value count } "
+    "versions(first: 20) { value count } } } }"
+)
+
+
+def bodies(index: Path, runs: int) -> dict[str, list[bytes]]:
+    import numpy as np
+
+    from cachegql.index import IndexStore
+
+    store = IndexStore(index)
+    snapshot = store.snapshot()
+    step = max(1, snapshot.num_specs // runs)
+    hashes = [str(snapshot.hash_of(row))[:7] for row in range(0, snapshot.num_specs, step)]
+    sizes = np.diff(snapshot.package_start)  # packages of at least a page of specs
+    names = [snapshot.package(int(i)).name for i in np.flatnonzero(sizes >= 20)[:runs]]
+    store.close()
+    return {
+        "hash lookup": [
+            json.dumps({"query": LOOKUP, "variables": {"h": h}}).encode() for h in hashes
+        ][:runs],
+        "20-spec page": [
+            json.dumps({"query": PAGE, "variables": {"p": n}}).encode() for n in names
+        ],
+    }
+
+
+def latencies(payloads: list[bytes]) -> float:
+    """Median ms over one keep-alive connection."""
+    connection = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+    headers = {"content-type": "application/json"}
+    samples = []
+    for index, body in enumerate(payloads * 2):
+        started = time.perf_counter()
+        connection.request("POST", "/graphql", body, headers)
+        answer = connection.getresponse()
+        answer.read()
+        assert answer.status == 200
+        if index >= len(payloads):  # the first pass warms plans and pages
+            samples.append((time.perf_counter() - started) * 1000)
+    connection.close()
+    return statistics.median(samples)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--index", type=Path, required=True)
+    parser.add_argument("--server-venv", type=Path, default=VENV.parent)
+    parser.add_argument("--runs", type=int, default=400)
+    args = parser.parse_args(argv)
+    url = f"http://127.0.0.1:{PORT}/graphql"
+    work = bodies(args.index, args.runs)
+    cachegql: dict[str, float] = {}
+    with server(cachegql_command(args.index, 1, True, args.server_venv / "bin"), url):
+        for name, payloads in work.items():
+            cachegql[name] = latencies(payloads)
+            # The floor answers a body as long as cachegql's answer to this query.
+            connection = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+            connection.request(
+                "POST", "/graphql", payloads[0], {"content-type": "application/json"}
+            )
+            (WORK / f"one-client-{name.replace(' ', '-')}.json").write_bytes(
+                connection.getresponse().read()
+            )
+            connection.close()
+    for name, payloads in work.items():
+        body = WORK / f"one-client-{name.replace(' ', '-')}.json"
+        command = [str(VENV / "uvicorn"), "bench.floor_app:app", "--port", str(PORT)]
+        command += ["--loop", "uvloop", "--http", "httptools", "--no-access-log"]
+        command += ["--log-level", "warning"]
+        with server(command, url, env={"BENCH_FLOOR_BODY": str(body)}):
+            floor = latencies(payloads)
+        ratio = cachegql[name] / floor
+        print(f"{name}: cachegql {cachegql[name]:.3f} ms, floor {floor:.3f} ms: {ratio:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
