@@ -359,3 +359,39 @@ def test_the_batched_ranking_is_the_exhaustive_one(tmp_path: Path) -> None:
         assert compared > 3 * 32  # more than one batch of dependencies was needed
     finally:
         store.close()
+
+
+def test_check_reads_stdin_and_refuses_what_is_not_text(index: Path, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [CLI, "check", "-", "--index", str(index)],
+        input=qd.environment(6),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.decode().startswith("<stdin> (lockfile v6): 4 specs, 1 external")
+    lock = tmp_path / "spack.lock"
+    lock.write_bytes(b'{"_meta": "\xff"}')
+    refused = check(lock, index)
+    assert refused.returncode == 2 and "not UTF-8 text" in refused.stderr
+
+
+def test_check_environment_refuses_more_specs_than_it_prices(index: Path) -> None:
+    from cachegql.index import IndexStore
+    from cachegql.schema import Context, build_schema
+    from cachegql.schema.environment import MAX_LOCKED_SPECS
+
+    zlib = next(n for n in qd.cache_nodes().values() if n["name"] == "zlib")
+    many = [dict(zlib, hash=qd.digest(f"zlib {i}")) for i in range(MAX_LOCKED_SPECS + 1)]
+    lock = qd.lockfile(5, many, [("zlib", many[0]["hash"])]).decode()
+    store = IndexStore(index)
+    try:
+        result = build_schema().execute_sync(
+            CHECK, variable_values={"lock": lock, "n": 1}, context_value=Context(store=store)
+        )
+    finally:
+        store.close()
+    assert (
+        result.errors and "the lockfile pins 5,001 specs; at most 5,000" in result.errors[0].message
+    )
