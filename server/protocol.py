@@ -122,6 +122,13 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         raw.resume_reading()
         self.linger_timer = self.loop.call_later(LINGER_SECONDS, raw.close)
 
+    def shutdown(self) -> None:
+        """The server is stopping: a lingering connection is closed now, not at its bound."""
+        if self.lingering and self.raw is not None:
+            self.raw.close()
+            return
+        super().shutdown()
+
     def eof_received(self) -> None:
         if self.lingering and self.raw is not None:
             self.raw.close()  # the client has read the answer and closed its side

@@ -154,3 +154,20 @@ def test_lingering_is_bounded_in_size(url: str, monkeypatch: Any) -> None:
             for _ in range(500):
                 sock.sendall(b" " * LIMIT)
     assert time.monotonic() - started < 5
+
+
+def test_a_server_stopping_closes_lingering_connections_at_once(pages_index: Path) -> None:
+    settings = Settings(index=pages_index, reload_interval=0, access_log=False)
+    server = LiveServer(create_app(settings), http=protocol())
+    base = server.__enter__()
+    host, port = base.removeprefix("http://").split(":")
+    head = b"POST /graphql HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    head += b"content-length: %d\r\n\r\n" % (50 * LIMIT)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(head)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 413")  # and now it lingers, 10 s
+        started = time.monotonic()
+        server.__exit__()
+        assert not server.thread.is_alive()
+        assert time.monotonic() - started < 3
+        assert sock.recv(65536) == b""  # closed by the server
