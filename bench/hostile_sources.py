@@ -414,6 +414,11 @@ class _Handler(BaseHTTPRequestHandler):
         encoding = path.rsplit("/", 1)[-1]
         self._send(200, b"\x1f\x8b not really gzip", {"Content-Encoding": encoding})
 
+    def served_gzip(self, path: str) -> None:
+        """A file of the work folder sent with `Content-Encoding: gzip` (it is gzip)."""
+        body = (self.owner.work / path.removeprefix("/served-gzip/")).read_bytes()
+        self._send(200, body, {"Content-Encoding": "gzip"})
+
     def slow(self, _: str) -> None:
         owner = self.owner
         with owner._lock:
@@ -450,6 +455,7 @@ _ROUTES: tuple[tuple[str, Callable[[_Handler, str], None]], ...] = (
     ("/encoded", _Handler.encoded),
     ("/slowly", _Handler.slowly),
     ("/slow", _Handler.slow),
+    ("/served-gzip", _Handler.served_gzip),
     ("/listing-100k.json", _Handler.listing_100k),
     ("/deep.json", _Handler.deep),
     ("/bad-utf8.json", _Handler.bad_utf8),

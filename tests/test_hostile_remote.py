@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -318,3 +319,57 @@ def test_the_readme_lists_every_limit_with_its_default() -> None:
 def test_limits_must_be_positive() -> None:
     with pytest.raises(ValueError, match="--max-fetches must be positive"):
         SourceLimits(max_fetches=0)
+
+
+# The same hostile answers, read in process (the CLI runs above are measured untraced).
+
+
+@pytest.mark.parametrize(
+    ("path", "limits", "message"),
+    [
+        ("/loop/x", SourceLimits(), r"more than 5 redirects \(--max-redirects\)"),
+        ("/to-file/x", SourceLimits(), "redirected to file:///etc/passwd: not a network"),
+        ("/gzip-bomb/index.json", SourceLimits(), "a compression bomb; not read"),
+        ("/endless/index.json", SourceLimits(max_bytes=4 << 20), "is larger than 4,194,304"),
+        ("/trickle/index.json", SourceLimits(max_seconds=1), r"not read within 1 s"),
+        ("/wrong-length/index.json", SourceLimits(), "the server broke off the answer"),
+    ],
+)
+def test_the_reader_refuses_each_hostile_answer(
+    hostile: Any, path: str, limits: SourceLimits, message: str
+) -> None:
+    with (
+        HttpReader(None, timeout=5, retries=1, backoff=0.01, limits=limits) as http,
+        pytest.raises(ReadError, match=message),
+    ):
+        http.read(hostile.url(path))
+
+
+def test_the_reader_refuses_a_downgrade_and_names_each_redirect(
+    hostile: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(hostile.work / "tls" / "ca.pem"))
+    hops: list[str] = []
+    with HttpReader(None, timeout=5, retries=0, on_redirect=hops.append) as http:
+        assert http.read(
+            hostile.url("/redirect/2/good/mirror/v3/manifests/index/index.manifest.json")
+        )
+        with pytest.raises(ReadError, match="from https to plain http"):
+            http.read(hostile.url("/downgrade/good/mirror", tls=True))
+    assert len(hops) == 2 and hops[0].endswith("(302)")
+
+
+def test_a_deadline_already_past_is_refused_before_any_request(hostile: Any) -> None:
+    with (
+        HttpReader(None, timeout=5, retries=0) as http,
+        pytest.raises(ReadError, match="not read within"),
+    ):
+        http.read(hostile.url("/good/mirror"), deadline=time.monotonic() - 1)
+    assert http.downloaded == 0
+
+
+def test_a_gzip_body_within_the_limits_is_inflated(hostile: Any, tmp_path: Path) -> None:
+    data = b'{"database": {"version": "8", "installs": {}}}' * 100
+    (hostile.work / "small.json.gz").write_bytes(_gzip(data))
+    with HttpReader(None, timeout=5, retries=0) as http:
+        assert http.read(hostile.url("/served-gzip/small.json.gz")) == data
