@@ -611,7 +611,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from cachegql.demo import DemoConfig, MirrorConfig, write_mirror, write_pages
+    from cachegql.demo import DemoConfig, MirrorConfig, write_lockfile, write_mirror, write_pages
 
     tags = tuple(t.strip() for t in args.tags.split(",") if t.strip())
     if args.mirror:
@@ -631,6 +631,11 @@ def _demo(args: argparse.Namespace) -> int:
             f"wrote a build cache of {summary.specs} specs ({summary.nodes} DAG nodes, "
             f"{summary.edges} edges, {len(summary.stacks)} stacks) to {summary.mirror}; "
             f"its listing: {summary.listing}"
+        )
+        pinned, cached = write_lockfile(summary.mirror, args.out, seed=args.seed)
+        print(
+            f"and an environment over it: {args.out / 'spack.lock'} ({pinned} specs, "
+            f"{cached} of them in the cache; try `cachegql check`)"
         )
         return _push(args, summary.stacks, summary.tag) if args.push_to else 0
     config = DemoConfig(packages=args.packages, specs=args.specs, tags=tags, seed=args.seed)

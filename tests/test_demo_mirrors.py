@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import statistics
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from cachegql.demo import STACK_NAMES, MirrorConfig, MirrorSummary, write_mirror
 from cachegql.demo.generator import _STACKS
 from cachegql.demo.mirrors import _BINARY, _Builder
+from tests.conftest import CLI
 
 Record = dict[str, Any]
 Index = dict[str, Record]
@@ -426,3 +428,34 @@ def test_an_existing_mirror_is_not_overwritten(tmp_path: Path) -> None:
     (tmp_path / "mirror").mkdir()
     with pytest.raises(FileExistsError):
         write_mirror(MirrorConfig(specs=100, packages=10, stacks=2), tmp_path)
+
+
+def test_demo_mirror_writes_an_environment_that_check_reads(tmp_path: Path) -> None:
+    """`demo-data --mirror` pins some binaries in a spack.lock, and one changed root the
+    cache lacks: `cachegql check` finds the rest and names the change as the difference."""
+    out = tmp_path / "demo"
+    subprocess.run(
+        [CLI, "demo-data", "--mirror", "--specs", "400", "--packages", "40", "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    lock = json.loads((out / "spack.lock").read_text())
+    assert lock["_meta"]["lockfile-version"] == 6
+    changed = lock["roots"][-1]["hash"]
+    subprocess.run(
+        [CLI, "index", str(out / "mirror"), "--tag", "develop", "--out", str(tmp_path / "ix")],
+        check=True,
+        capture_output=True,
+    )
+    run = subprocess.run(
+        [CLI, "check", str(out / "spack.lock"), "--index", str(tmp_path / "ix"), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1, run.stderr
+    report = json.loads(run.stdout)
+    missing = {spec["hash"]: spec for spec in report["specs"] if not spec["cached"]}
+    assert changed in missing
+    assert report["cached"] > report["total"] // 2
+    nearest = missing[changed]["nearest"][0]
+    assert any("you asked" in difference for difference in nearest["differences"])
