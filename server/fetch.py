@@ -16,7 +16,6 @@ import hashlib
 import os
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,21 +23,21 @@ from urllib.parse import urljoin
 
 import httpx
 
-from cachegql.index import (
-    GZIP_OR_ZLIB,
-    LIMITS,
-    Inflater,
-    NotFoundError,
-    ReadError,
-    SourceLimits,
-    over_limit,
+from cachegql.index import NotFoundError, ReadError, SourceLimits
+from cachegql.server.bounded import (
+    FLAGS,
+    Progress,
+    deadline_for,
+    out_of_time,
+    read_body,
+    refused_redirect,
+    short,
+    time_left,
 )
 
 __all__ = ["HttpReader"]
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
-LIMIT_FLAGS = {limit.field: limit.flag for limit in LIMITS}
-Progress = Callable[[int, int], None]
 
 
 class HttpReader:
@@ -108,8 +107,7 @@ class HttpReader:
 
         All of it is done by `deadline`: the source's, or the limit's from now.
         """
-        if deadline is None:
-            deadline = time.monotonic() + self.limits.max_seconds
+        deadline = deadline_for(deadline, self.limits)
         with self._in_flight:
             for attempt in range(self.retries + 1):
                 last = attempt == self.retries
@@ -165,13 +163,13 @@ class HttpReader:
                     yield response
                     return
                 target = urljoin(current, response.headers["location"])
-                refused = _refused_redirect(current, target)
+                refused = refused_redirect(current, target)
                 if refused is not None:
-                    raise ReadError(f"{url}: redirected to {_short(target)}: {refused}")
+                    raise ReadError(f"{url}: redirected to {short(target)}: {refused}")
                 if hop == self.limits.max_redirects:
                     raise ReadError(
                         f"{url}: more than {self.limits.max_redirects} redirects "
-                        f"({LIMIT_FLAGS['max_redirects']}), the last to {_short(target)}; "
+                        f"({FLAGS['max_redirects']}), the last to {short(target)}; "
                         "not followed"
                     )
                 if self.on_redirect is not None:
@@ -184,48 +182,18 @@ class HttpReader:
         return httpx.Timeout(min(self.timeout, left), connect=min(self.timeout, 10.0, left))
 
     def _over_time(self, url: str, deadline: float) -> float:
-        """The seconds left before `deadline`; ReadError when none are."""
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise self._out_of_time(url)
-        return left
-
-    def _out_of_time(self, url: str) -> ReadError:
-        return ReadError(
-            f"{url}: its source not read within {self.limits.max_seconds:g} s "
-            f"({LIMIT_FLAGS['max_seconds']}); given up"
-        )
+        return time_left(url, deadline, self.limits)
 
     def _body(self, url: str, response: httpx.Response, deadline: float) -> bytes:
-        declared = response.headers.get("content-length", "")
-        total = int(declared) if declared.isdigit() else 0
-        if total > self.limits.max_bytes:
-            raise ReadError(
-                f"{url}: announces a body of {total:,} bytes, larger than "
-                f"{self.limits.max_bytes:,} bytes ({LIMIT_FLAGS['max_bytes']}); not read"
-            )
-        inflater = _inflater(url, response)
         show = self.progress(url.rsplit("/", 1)[-1] or url) if self.progress else None
-        chunks, received = [], 0
-        for raw in response.iter_raw():  # as it arrives: a trickle meets the deadline
-            for piece in _decoded(url, inflater, raw):
-                chunks.append(piece)
-                received += len(piece)
-                taken = inflater.taken if inflater is not None else None
-                if (why := over_limit(received, taken, self.limits)) is not None:
-                    raise ReadError(f"{url}: the body {why}; not read")
-            self._over_time(url, deadline)
-            if show is not None:
-                show(received, max(total, received))
-        if show is not None:
-            show(received, received)
+        body = read_body(url, response, self.limits, deadline, show)
         self.downloaded += response.num_bytes_downloaded
-        return b"".join(chunks)
+        return body
 
     def _pause(self, url: str, attempt: int, deadline: float) -> None:
         pause = self.backoff * (2**attempt)
         if time.monotonic() + pause >= deadline:  # no time left for another attempt
-            raise self._out_of_time(url)
+            raise out_of_time(url, self.limits)
         time.sleep(pause)
 
     def _entry(self, url: str) -> Path | None:
@@ -245,41 +213,6 @@ class HttpReader:
         if self.cache is None or len(sha256) != 64:
             return None
         return self.cache / "blobs" / sha256.lower()
-
-
-def _inflater(url: str, response: httpx.Response) -> Inflater | None:
-    """What decodes the body as it is sent, None when it is sent as it is."""
-    encoding = response.headers.get("content-encoding", "identity").strip().lower()
-    if encoding in ("", "identity"):
-        return None
-    if encoding in ("gzip", "x-gzip", "deflate"):
-        return Inflater(GZIP_OR_ZLIB)
-    raise ReadError(f"{url}: the body is sent as {encoding!r}, which cachegql did not ask for")
-
-
-def _decoded(url: str, inflater: Inflater | None, raw: bytes) -> Iterator[bytes]:
-    """The pieces `raw` decodes to, one at a time (each is checked before the next)."""
-    if inflater is None:
-        yield raw
-        return
-    try:
-        yield from inflater.feed(raw)
-    except zlib.error as exc:
-        raise ReadError(f"{url}: the body is not valid compressed data ({exc})") from None
-
-
-def _refused_redirect(origin: str, target: str) -> str | None:
-    """Why a redirect from `origin` to `target` is not followed; None if it is."""
-    scheme = target.split(":", 1)[0].lower() if ":" in target else ""
-    if scheme not in ("http", "https"):
-        return "not a network location (only http and https are followed); not followed"
-    if scheme == "http" and origin.lower().startswith("https:"):
-        return "from https to plain http (a downgrade); not followed"
-    return None
-
-
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 def _read_text(path: Path) -> str | None:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Protocol
 
 from cachegql.index import ReadError, SourceLimits
-from cachegql.server.fetch import HttpReader, Progress
+from cachegql.server.bounded import Progress
+from cachegql.server.fetch import HttpReader
 from cachegql.server.oci import OciReader
 
 __all__ = ["RemoteOptions", "RemoteReader"]
