@@ -419,6 +419,18 @@ class _Handler(BaseHTTPRequestHandler):
         body = (self.owner.work / path.removeprefix("/served-gzip/")).read_bytes()
         self._send(200, body, {"Content-Encoding": "gzip"})
 
+    def registry(self, path: str) -> None:
+        """`/v2/NAME/...` as a hostile OCI registry answers it, by NAME."""
+        name = path.split("/")[2]
+        if name == "loop":
+            self._redirect(path)
+        elif name == "tofile":
+            self._redirect("file:///etc/passwd")
+        elif name == "bomb":
+            self.gzip_bomb(path)
+        else:
+            self._send(404, b'{"errors": [{"code": "NAME_UNKNOWN"}]}')
+
     def slow(self, _: str) -> None:
         owner = self.owner
         with owner._lock:
@@ -455,6 +467,7 @@ _ROUTES: tuple[tuple[str, Callable[[_Handler, str], None]], ...] = (
     ("/encoded", _Handler.encoded),
     ("/slowly", _Handler.slowly),
     ("/slow", _Handler.slow),
+    ("/v2", _Handler.registry),
     ("/served-gzip", _Handler.served_gzip),
     ("/listing-100k.json", _Handler.listing_100k),
     ("/deep.json", _Handler.deep),

@@ -19,11 +19,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urljoin
 
 import httpx
 import orjson
 
-from cachegql.index import NotFoundError, ReadError
+from cachegql.index import NotFoundError, ReadError, SourceLimits
+from cachegql.server.bounded import (
+    FLAGS,
+    deadline_for,
+    out_of_time,
+    read_body,
+    refused_redirect,
+    short,
+    time_left,
+)
 from cachegql.server.fetch import RETRIED_STATUSES
 from cachegql.server.oci_auth import Challenge, Credential, CredentialError, find_credential
 
@@ -79,16 +89,25 @@ class OciReader:
         username_variable: str | None = None,
         password_variable: str | None = None,
         progress: Callable[[str], Progress] | None = None,
+        limits: SourceLimits | None = None,
+        on_redirect: Callable[[str], None] | None = None,
     ) -> None:
         self.cache = cache
+        self.timeout = timeout
+        self.limits = limits or SourceLimits()
+        self.on_redirect = on_redirect
         self.retries = retries
         self.backoff = backoff
         self.progress = progress
         self.variables = (username_variable, password_variable)
         self.client = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            follow_redirects=True,  # blobs are often served from storage elsewhere
-            headers={"user-agent": "cachegql"},
+            # Blobs are often served from storage elsewhere: redirects are followed, within
+            # the source limits and the origin rules (`_redirected`, before each is).
+            follow_redirects=True,
+            max_redirects=self.limits.max_redirects,
+            event_hooks={"response": [self._redirected]},
+            headers={"user-agent": "cachegql", "accept-encoding": "gzip"},
         )
         self.authorization: dict[tuple[str, str], str] = {}  # (host, name) -> header
         self.credentials: dict[str, Credential | None] = {}
@@ -105,17 +124,18 @@ class OciReader:
 
     def read(self, url: str, deadline: float | None = None) -> bytes:
         ref = ImageRef.parse(url)
+        deadline = deadline_for(deadline, self.limits)
         if ref.digest is not None:
-            return self._blob(ref)
+            return self._blob(ref, deadline)
         if ref.tag is None:  # a mirror root: its layout is read by the index (index/ingest/oci.py)
             raise NotFoundError(f"{url}: an OCI repository, not an image (no :TAG or @DIGEST)")
-        return self._manifest(ref)
+        return self._manifest(ref, deadline)
 
     def read_verified(self, url: str, sha256: str, deadline: float | None = None) -> bytes:
         cached = self._cached_blob(sha256)
         if cached is not None:
             return cached
-        data = self.read(url)
+        data = self.read(url, deadline)
         actual = hashlib.sha256(data).hexdigest()
         if actual != sha256.lower():
             raise ReadError(
@@ -125,13 +145,15 @@ class OciReader:
             _write(self.cache / "blobs" / actual, data)
         return data
 
-    def _manifest(self, ref: ImageRef) -> bytes:
+    def _manifest(self, ref: ImageRef, deadline: float) -> bytes:
         entry = self._entry(ref.url)
         etag = _read_text(entry.with_suffix(".etag")) if entry else None
         headers = {"accept": ", ".join(MANIFEST_TYPES)}
         if etag:
             headers["if-none-match"] = etag
-        response, body = self._get(ref, ref.api("manifests", str(ref.tag)), headers, "manifest")
+        response, body = self._get(
+            ref, ref.api("manifests", str(ref.tag)), headers, "manifest", deadline
+        )
         if response.status_code == 304 and entry is not None:
             return entry.with_suffix(".body").read_bytes()
         digest = response.headers.get("docker-content-digest")
@@ -145,15 +167,16 @@ class OciReader:
             _write(stored.with_suffix(".etag"), etag.encode())
         return body
 
-    def _blob(self, ref: ImageRef) -> bytes:
+    def _blob(self, ref: ImageRef, deadline: float) -> bytes:
         assert ref.digest is not None
-        _, body = self._get(ref, ref.api("blobs", ref.digest), {}, "blob")
+        _, body = self._get(ref, ref.api("blobs", ref.digest), {}, "blob", deadline)
         return body
 
     def _get(
-        self, ref: ImageRef, api: str, headers: dict[str, str], what: str
+        self, ref: ImageRef, api: str, headers: dict[str, str], what: str, deadline: float
     ) -> tuple[httpx.Response, bytes]:
-        """A 200 or 304 and its body; retries transient failures, answers challenges once."""
+        """A 200 or 304 and its body; retries transient failures, answers challenges once;
+        all of it by `deadline`, the body within the source limits."""
         challenged = False
         attempt = 0
         while True:
@@ -161,8 +184,10 @@ class OciReader:
             sent = dict(headers)
             if (authorization := self.authorization.get((ref.host, ref.name))) is not None:
                 sent["authorization"] = authorization
+            left = time_left(ref.url, deadline, self.limits)
+            timeout = httpx.Timeout(min(self.timeout, left), connect=min(self.timeout, 10.0, left))
             try:
-                with self.client.stream("GET", api, headers=sent) as response:
+                with self.client.stream("GET", api, headers=sent, timeout=timeout) as response:
                     status = response.status_code
                     if status == 401 and not challenged:
                         challenged = True
@@ -173,11 +198,17 @@ class OciReader:
                         self._pause(attempt)
                         continue
                     if status not in (200, 304):
-                        response.read()
-                        raise self._error(ref, response, what)
-                    body = self._body(ref, response) if status == 200 else b""
+                        error = read_body(ref.url, response, self.limits, deadline)
+                        raise self._error(ref, response, what, error)
+                    body = self._body(ref, response, deadline) if status == 200 else b""
                     return response, body
+            except httpx.TooManyRedirects:
+                raise ReadError(
+                    f"{ref.url}: more than {self.limits.max_redirects} redirects "
+                    f"({FLAGS['max_redirects']}); not followed"
+                ) from None
             except httpx.TimeoutException as exc:
+                time_left(ref.url, deadline, self.limits)
                 if last:
                     raise ReadError(
                         f"{ref.url}: timed out ({type(exc).__name__}) after {attempt + 1} attempts"
@@ -186,7 +217,21 @@ class OciReader:
                 if last:
                     raise ReadError(f"{ref.url}: cannot connect to {ref.base} ({exc})") from None
             attempt += 1
+            if time.monotonic() + self.backoff * 2 ** (attempt - 1) >= deadline:
+                raise out_of_time(ref.url, self.limits)
             self._pause(attempt)
+
+    def _redirected(self, response: httpx.Response) -> None:
+        """Before a redirect is followed: refused off http(s) or from https to http."""
+        if not response.has_redirect_location:
+            return
+        origin = str(response.url)
+        target = urljoin(origin, response.headers["location"])
+        refused = refused_redirect(origin, target)
+        if refused is not None:
+            raise ReadError(f"{origin}: redirected to {short(target)}: {refused}")
+        if self.on_redirect is not None:
+            self.on_redirect(f"{origin} -> {target} ({response.status_code})")
 
     def send(
         self, ref: ImageRef, method: str, url: str, *, headers: dict[str, str], content: bytes
@@ -264,9 +309,11 @@ class OciReader:
                 raise ReadError(f"{ref.url}: {exc}") from None
         return self.credentials[ref.host]
 
-    def _error(self, ref: ImageRef, response: httpx.Response, what: str) -> ReadError:
+    def _error(
+        self, ref: ImageRef, response: httpx.Response, what: str, body: bytes | None = None
+    ) -> ReadError:
         status = f"HTTP {response.status_code} {response.reason_phrase}"
-        codes = _error_codes(response.content)
+        codes = _error_codes(response.content if body is None else body)
         if response.status_code in (401, 403):
             credential = self.credentials.get(ref.host)
             who = credential.describe() if credential is not None else "an anonymous pull"
@@ -280,17 +327,11 @@ class OciReader:
         detail = f" ({', '.join(codes)})" if codes else ""
         return ReadError(f"{ref.url}: {status}{detail}")
 
-    def _body(self, ref: ImageRef, response: httpx.Response) -> bytes:
-        total = int(response.headers.get("content-length") or 0)
+    def _body(self, ref: ImageRef, response: httpx.Response, deadline: float) -> bytes:
         show = self.progress(ref.url.rsplit("/", 1)[-1]) if self.progress else None
-        chunks, received = [], 0
-        for chunk in response.iter_bytes(CHUNK):
-            chunks.append(chunk)
-            received += len(chunk)
-            if show is not None:
-                show(received, max(total, received))
-        self.downloaded += received
-        return b"".join(chunks)
+        body = read_body(ref.url, response, self.limits, deadline, show)
+        self.downloaded += len(body)
+        return body
 
     def _pause(self, attempt: int) -> None:
         time.sleep(self.backoff * (2 ** (attempt - 1)))

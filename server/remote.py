@@ -95,11 +95,17 @@ class RemoteReader:
                 username_variable=o.oci_username_variable,
                 password_variable=o.oci_password_variable,
                 progress=o.progress,
+                limits=o.limits,
+                on_redirect=o.on_redirect,
             )
         if kind == "s3":
             from cachegql.server.s3 import S3Reader  # boto3 is slow to import: only when needed
 
             return S3Reader(
-                o.cache, timeout=o.timeout, retries=o.retries, endpoint_url=o.s3_endpoint_url
+                o.cache,
+                timeout=o.timeout,
+                retries=o.retries,
+                endpoint_url=o.s3_endpoint_url,
+                limits=o.limits,
             )
         raise ReadError(f"{url}: cannot read URLs of this kind")

@@ -21,7 +21,8 @@ import botocore.exceptions
 from botocore import UNSIGNED
 from botocore.config import Config
 
-from cachegql.index import NotFoundError, ReadError
+from cachegql.index import NotFoundError, ReadError, SourceLimits
+from cachegql.server.bounded import deadline_for, read_stream
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -48,8 +49,10 @@ class S3Reader:
         timeout: float = 30.0,
         retries: int = 3,
         endpoint_url: str | None = None,
+        limits: SourceLimits | None = None,
     ) -> None:
         self.cache = cache
+        self.limits = limits or SourceLimits()
         session = boto3.session.Session()
         credentials = session.get_credentials()
         # Which credentials are tried, for error messages: where they came from, no secret.
@@ -84,12 +87,15 @@ class S3Reader:
             raise NotFoundError(f"{url}: a prefix, not an object")
         entry = self._entry(url)
         etag = _read_text(entry.with_suffix(".etag")) if entry else None
+        deadline = deadline_for(deadline, self.limits)
         try:
             if etag:
                 response = self.client.get_object(Bucket=bucket, Key=key, IfNoneMatch=etag)
             else:
                 response = self.client.get_object(Bucket=bucket, Key=key)
-            body = response["Body"].read()
+            body = read_stream(
+                url, response["Body"], response.get("ContentLength"), self.limits, deadline
+            )
         except botocore.exceptions.ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
@@ -119,7 +125,7 @@ class S3Reader:
             data = blob.read_bytes()
             if hashlib.sha256(data).hexdigest() == sha256.lower():
                 return data
-        data = self.read(url)
+        data = self.read(url, deadline)
         actual = hashlib.sha256(data).hexdigest()
         if actual != sha256.lower():
             raise ReadError(f"{url}: checksum mismatch: expected sha256 {sha256}, got {actual}")

@@ -30,6 +30,7 @@ from cachegql.index.ingest.buildcache import read_listing
 from cachegql.index.ingest.inflate import GZIP, Inflater, gunzip
 from cachegql.index.ingest.spackdb import SourceFormatError
 from cachegql.server.fetch import HttpReader
+from cachegql.server.oci import OciReader
 from tests.conftest import CLI, untraced_env
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "hostile_sources.py"
@@ -373,3 +374,20 @@ def test_a_gzip_body_within_the_limits_is_inflated(hostile: Any, tmp_path: Path)
     (hostile.work / "small.json.gz").write_bytes(_gzip(data))
     with HttpReader(None, timeout=5, retries=0) as http:
         assert http.read(hostile.url("/served-gzip/small.json.gz")) == data
+
+
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [
+        ("loop:index.spack", r"more than 5 redirects \(--max-redirects\)"),
+        ("tofile:index.spack", "redirected to file:///etc/passwd: not a network location"),
+        ("bomb@sha256:" + "0" * 64, "a compression bomb; not read"),
+    ],
+)
+def test_an_oci_registry_obeys_the_same_limits(hostile: Any, image: str, message: str) -> None:
+    base = hostile.url("").removeprefix("http://")
+    with OciReader(None, timeout=5, retries=0) as registry:
+        with pytest.raises(ReadError, match=message):
+            registry.read(f"oci+http://{base}/{image}")
+        with pytest.raises(ReadError, match="its source not read within"):
+            registry.read(f"oci+http://{base}/loop:index.spack", time.monotonic() - 1)

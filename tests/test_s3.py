@@ -5,6 +5,7 @@ registry and from S3 answers the API byte for byte the same."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,14 @@ import orjson
 import pytest
 
 from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
-from cachegql.index import BuildError, NotFoundError, ReadError, StrictModeError, build_index
+from cachegql.index import (
+    BuildError,
+    NotFoundError,
+    ReadError,
+    SourceLimits,
+    StrictModeError,
+    build_index,
+)
 from cachegql.server.cli import main
 from cachegql.server.oci import OciReader
 from cachegql.server.push import push_oci, push_s3
@@ -296,3 +304,17 @@ def test_demo_data_uploads_its_mirror_to_a_bucket(
     flags = ["--push-to", "s3://no-such-bucket/x", "--s3-endpoint-url", moto.endpoint]
     assert main([*args, "--out", str(tmp_path / "again"), *flags]) == 1
     assert "error: cannot push to s3://no-such-bucket/x" in capsys.readouterr().err
+
+
+def test_an_object_over_the_size_limit_is_refused_before_it_is_read(
+    moto: MotoServer, tmp_path: Path
+) -> None:
+    """S3 objects obey the source limits like http(s) bodies (README: remote sources)."""
+    client = boto3.session.Session().client("s3", endpoint_url=moto.endpoint)
+    client.put_object(Bucket="mirrors", Key="big/index.json", Body=bytes(3 << 20))
+    limits = SourceLimits(max_bytes=1 << 20)
+    with S3Reader(None, endpoint_url=moto.endpoint, limits=limits) as reader:
+        with pytest.raises(ReadError, match=r"announces a body of 3,145,728 bytes, larger"):
+            reader.read("s3://mirrors/big/index.json")
+        with pytest.raises(ReadError, match="its source not read within"):
+            reader.read("s3://mirrors/develop/cache_spack_io_index.json", time.monotonic() - 1)
