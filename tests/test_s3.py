@@ -27,6 +27,7 @@ from cachegql.server.oci import OciReader
 from cachegql.server.push import push_oci, push_s3
 from cachegql.server.remote import RemoteOptions, RemoteReader
 from cachegql.server.s3 import S3Reader
+from tests import oracle_queries as oq
 from tests.conftest import serving
 from tests.http_fixture import MirrorHTTPServer
 from tests.remote_servers import MotoServer, Registry, free_port
@@ -208,11 +209,30 @@ def test_every_kind_of_source_gives_the_same_answers(
         for kind, source in sources.items():
             build_index([source], tmp_path / kind, reader=reader)
             with serving(tmp_path / kind, max_first=1000) as client:
-                answers[kind] = orjson.dumps(client.data(_QUERY))
-    assert len(orjson.loads(answers["folder"])["specs"]["edges"]) == summary.specs
-    assert answers["http"] == answers["folder"]
-    assert answers["s3"] == answers["folder"]
-    assert answers["oci"] == answers["folder"]
+                answers[kind] = (
+                    [orjson.dumps(client.data(_QUERY))]
+                    + [
+                        orjson.dumps(client(_CORPUS, spec=case.filter, package={}))
+                        for case in oq.SPEC_FILTERS
+                    ]
+                    + [
+                        orjson.dumps(client(_CORPUS, spec={}, package=case.filter))
+                        for case in oq.PACKAGE_FILTERS
+                    ]
+                )
+    assert len(orjson.loads(answers["folder"][0])["specs"]["edges"]) == summary.specs
+    assert sum(b'"totalCount":0' not in answer for answer in answers["folder"]) > 50
+    for kind in ("http", "s3", "oci"):
+        for case, (mine, folders) in enumerate(zip(answers[kind], answers["folder"], strict=True)):
+            assert mine == folders, (kind, case)
+
+
+# The API tests' filter tables (tests/oracle_queries.py), each asked of every kind of source.
+_CORPUS = """query($spec: SpecFilter, $package: PackageFilter) {
+  specs(tag: "develop", filter: $spec, first: 50) {
+    totalCount nodes { hash name stacks } facets { packages { value count } } }
+  packages(tag: "develop", filter: $package, first: 20) {
+    totalCount nodes { name numSpecs } } }"""
 
 
 _URLS = """{ specs(tag: "develop", first: 1000) { edges { node {
