@@ -13,7 +13,6 @@ are not requested at all when a copy with that checksum is cached.
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +33,7 @@ from cachegql.server.bounded import (
     short,
     time_left,
 )
+from cachegql.server.cache_files import read_text, read_verified, write_atomically
 
 __all__ = ["HttpReader"]
 
@@ -81,7 +81,7 @@ class HttpReader:
 
     def read(self, url: str, deadline: float | None = None) -> bytes:
         entry = self._entry(url)
-        etag = _read_text(entry.with_suffix(".etag")) if entry else None
+        etag = read_text(entry.with_suffix(".etag")) if entry else None
         body = self._get(url, etag, deadline)
         if body is None and entry is not None:  # 304: the cached copy is current
             return entry.with_suffix(".body").read_bytes()
@@ -89,18 +89,7 @@ class HttpReader:
         return body
 
     def read_verified(self, url: str, sha256: str, deadline: float | None = None) -> bytes:
-        blob = self._blob(sha256)
-        if blob is not None and blob.is_file():
-            data = blob.read_bytes()
-            if hashlib.sha256(data).hexdigest() == sha256.lower():
-                return data
-        data = self.read(url, deadline)
-        actual = hashlib.sha256(data).hexdigest()
-        if actual != sha256.lower():
-            raise ReadError(f"{url}: checksum mismatch: expected sha256 {sha256}, got {actual}")
-        if blob is not None:
-            _write(blob, data)
-        return data
+        return read_verified(self.cache, url, sha256, lambda: self.read(url, deadline))
 
     def _get(self, url: str, etag: str | None, deadline: float | None) -> bytes | None:
         """The body at `url`, or None for a 304 to `etag`; retries transient failures.
@@ -206,25 +195,5 @@ class HttpReader:
         if self.cache is None or not etag:
             return
         entry = self.cache / "urls" / hashlib.sha256(url.encode()).hexdigest()
-        _write(entry.with_suffix(".body"), body)
-        _write(entry.with_suffix(".etag"), etag.encode())
-
-    def _blob(self, sha256: str) -> Path | None:
-        if self.cache is None or len(sha256) != 64:
-            return None
-        return self.cache / "blobs" / sha256.lower()
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Write atomically, so that an interrupted run never leaves a torn cache entry."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_bytes(data)
-    partial.replace(path)
+        write_atomically(entry.with_suffix(".body"), body)
+        write_atomically(entry.with_suffix(".etag"), etag.encode())

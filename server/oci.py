@@ -14,7 +14,6 @@ transient failures are those of http(s) sources (server/fetch.py).
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from cachegql.server.bounded import (
     short,
     time_left,
 )
+from cachegql.server.cache_files import read_text, read_verified, write_atomically
 from cachegql.server.fetch import RETRIED_STATUSES
 from cachegql.server.oci_auth import Challenge, Credential, CredentialError, find_credential
 
@@ -132,22 +132,12 @@ class OciReader:
         return self._manifest(ref, deadline)
 
     def read_verified(self, url: str, sha256: str, deadline: float | None = None) -> bytes:
-        cached = self._cached_blob(sha256)
-        if cached is not None:
-            return cached
-        data = self.read(url, deadline)
-        actual = hashlib.sha256(data).hexdigest()
-        if actual != sha256.lower():
-            raise ReadError(
-                f"{url}: digest mismatch: expected sha256:{sha256}, got sha256:{actual}"
-            )
-        if self.cache is not None:
-            _write(self.cache / "blobs" / actual, data)
-        return data
+        fetch = lambda: self.read(url, deadline)  # noqa: E731 (named for the line's length)
+        return read_verified(self.cache, url, sha256, fetch, what="digest")
 
     def _manifest(self, ref: ImageRef, deadline: float) -> bytes:
         entry = self._entry(ref.url)
-        etag = _read_text(entry.with_suffix(".etag")) if entry else None
+        etag = read_text(entry.with_suffix(".etag")) if entry else None
         headers = {"accept": ", ".join(MANIFEST_TYPES)}
         if etag:
             headers["if-none-match"] = etag
@@ -162,9 +152,9 @@ class OciReader:
             raise ReadError(f"{ref.url}: digest mismatch: the registry says {digest}, got {actual}")
         if self.cache is not None:
             stored = self.cache / "oci" / hashlib.sha256(ref.url.encode()).hexdigest()
-            _write(stored.with_suffix(".body"), body)
+            write_atomically(stored.with_suffix(".body"), body)
             etag = response.headers.get("etag") or f'"{actual}"'
-            _write(stored.with_suffix(".etag"), etag.encode())
+            write_atomically(stored.with_suffix(".etag"), etag.encode())
         return body
 
     def _blob(self, ref: ImageRef, deadline: float) -> bytes:
@@ -342,16 +332,6 @@ class OciReader:
         entry = self.cache / "oci" / hashlib.sha256(url.encode()).hexdigest()
         return entry if entry.with_suffix(".body").is_file() else None
 
-    def _cached_blob(self, sha256: str) -> bytes | None:
-        if self.cache is None or len(sha256) != 64:
-            return None
-        path = self.cache / "blobs" / sha256.lower()
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-        return data if hashlib.sha256(data).hexdigest() == sha256.lower() else None
-
 
 def _error_codes(body: bytes) -> list[str]:
     """The codes of a registry's error document (`{"errors": [{"code": ...}]}`)."""
@@ -360,18 +340,3 @@ def _error_codes(body: bytes) -> list[str]:
         return [str(e["code"]) for e in errors if isinstance(e, dict) and "code" in e]
     except (orjson.JSONDecodeError, AttributeError, TypeError):
         return []
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Write atomically, so that an interrupted run never leaves a torn cache entry."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_bytes(data)
-    partial.replace(path)

@@ -12,7 +12,6 @@ credentials were tried, by where they came from, never by their secret.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,7 @@ from botocore.config import Config
 
 from cachegql.index import NotFoundError, ReadError, SourceLimits
 from cachegql.server.bounded import deadline_for, read_stream
+from cachegql.server.cache_files import read_text, read_verified, write_atomically
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -86,7 +86,7 @@ class S3Reader:
         if not key or key.endswith("/"):  # a prefix: read as a mirror root, by its layout
             raise NotFoundError(f"{url}: a prefix, not an object")
         entry = self._entry(url)
-        etag = _read_text(entry.with_suffix(".etag")) if entry else None
+        etag = read_text(entry.with_suffix(".etag")) if entry else None
         deadline = deadline_for(deadline, self.limits)
         try:
             if etag:
@@ -115,41 +115,15 @@ class S3Reader:
         self.downloaded += len(body)
         if self.cache is not None and response.get("ETag"):
             stored = self.cache / "s3" / hashlib.sha256(url.encode()).hexdigest()
-            _write(stored.with_suffix(".body"), body)
-            _write(stored.with_suffix(".etag"), response["ETag"].encode())
+            write_atomically(stored.with_suffix(".body"), body)
+            write_atomically(stored.with_suffix(".etag"), response["ETag"].encode())
         return body
 
     def read_verified(self, url: str, sha256: str, deadline: float | None = None) -> bytes:
-        blob = self.cache / "blobs" / sha256.lower() if self.cache and len(sha256) == 64 else None
-        if blob is not None and blob.is_file():
-            data = blob.read_bytes()
-            if hashlib.sha256(data).hexdigest() == sha256.lower():
-                return data
-        data = self.read(url, deadline)
-        actual = hashlib.sha256(data).hexdigest()
-        if actual != sha256.lower():
-            raise ReadError(f"{url}: checksum mismatch: expected sha256 {sha256}, got {actual}")
-        if blob is not None:
-            _write(blob, data)
-        return data
+        return read_verified(self.cache, url, sha256, lambda: self.read(url, deadline))
 
     def _entry(self, url: str) -> Path | None:
         if self.cache is None:
             return None
         entry = self.cache / "s3" / hashlib.sha256(url.encode()).hexdigest()
         return entry if entry.with_suffix(".body").is_file() else None
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Write atomically, so that an interrupted run never leaves a torn cache entry."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_bytes(data)
-    partial.replace(path)

@@ -1,0 +1,51 @@
+"""The download cache's files (`~/.cache/cachegql/fetch`), shared by the remote readers.
+
+Bodies and their ETags or digests, and blobs by checksum, are written atomically, so that
+an interrupted run never leaves a torn entry for the next one to trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from cachegql.index import ReadError
+
+__all__ = ["read_text", "read_verified", "write_atomically"]
+
+
+def read_text(path: Path) -> str | None:
+    """The stripped text of `path`, or None when it is empty or cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_bytes(data)
+    partial.replace(path)
+
+
+def read_verified(
+    cache: Path | None, url: str, sha256: str, fetch: Callable[[], bytes], what: str = "checksum"
+) -> bytes:
+    """The bytes of `url`, which must have this sha256: the cache's blob of that checksum
+    when it has one intact, else `fetch()`ed, checked, and kept in the cache."""
+    expected = sha256.lower()
+    blob = cache / "blobs" / expected if cache is not None and len(expected) == 64 else None
+    if blob is not None and blob.is_file():
+        data = blob.read_bytes()
+        if hashlib.sha256(data).hexdigest() == expected:
+            return data
+    data = fetch()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise ReadError(f"{url}: {what} mismatch: expected sha256:{sha256}, got sha256:{actual}")
+    if blob is not None:
+        write_atomically(blob, data)
+    return data
