@@ -27,10 +27,32 @@ from cachegql.server.cache_files import read_text, read_verified, write_atomical
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-__all__ = ["S3Reader", "split_s3_url"]
+__all__ = ["S3Reader", "s3_client", "split_s3_url"]
 
 _NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound"})
 _REFUSED = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"})
+
+
+def s3_client(
+    endpoint_url: str | None, *, timeout: float = 30.0, retries: int = 3
+) -> tuple[S3Client, str]:
+    """A client on boto3's credential chain (unsigned without a credential, as for a
+    public bucket), and which credential it uses, for messages: where it came from, never
+    its secret."""
+    session = boto3.session.Session()
+    credentials = session.get_credentials()
+    who = (
+        f"credentials from boto3's chain ({credentials.method})"
+        if credentials is not None
+        else "no credentials (unsigned requests)"
+    )
+    config = Config(
+        connect_timeout=min(timeout, 10.0),
+        read_timeout=timeout,
+        retries={"max_attempts": retries + 1, "mode": "standard"},
+        signature_version=UNSIGNED if credentials is None else None,
+    )
+    return session.client("s3", endpoint_url=endpoint_url, config=config), who
 
 
 def split_s3_url(url: str) -> tuple[str, str]:
@@ -53,21 +75,7 @@ class S3Reader:
     ) -> None:
         self.cache = cache
         self.limits = limits or SourceLimits()
-        session = boto3.session.Session()
-        credentials = session.get_credentials()
-        # Which credentials are tried, for error messages: where they came from, no secret.
-        self.who = (
-            f"credentials from boto3's chain ({credentials.method})"
-            if credentials is not None
-            else "no credentials (unsigned requests)"
-        )
-        config = Config(
-            connect_timeout=min(timeout, 10.0),
-            read_timeout=timeout,
-            retries={"max_attempts": retries + 1, "mode": "standard"},
-            signature_version=UNSIGNED if credentials is None else None,
-        )
-        self.client: S3Client = session.client("s3", endpoint_url=endpoint_url, config=config)
+        self.client, self.who = s3_client(endpoint_url, timeout=timeout, retries=retries)
         self.downloaded = 0
 
     def close(self) -> None:

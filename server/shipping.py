@@ -25,15 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import boto3
 import orjson
-from botocore import UNSIGNED
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cachegql.index import PublishError, received
+from cachegql.server.s3 import s3_client, split_s3_url
 
 __all__ = ["POINTER", "Pointer", "Puller", "ShippingError", "Store", "pulled", "ship"]
 
@@ -86,22 +83,14 @@ class Store:
     """`s3://BUCKET/PREFIX`: where builds are shipped."""
 
     def __init__(self, url: str, endpoint_url: str | None = None) -> None:
-        parts = urlsplit(url)
-        if parts.scheme != "s3" or not parts.netloc:
+        bucket, prefix = split_s3_url(url)
+        if not url.startswith("s3://") or not bucket:
             raise ShippingError(f"{url}: not an s3://BUCKET/PREFIX URL")
         self.url = url.rstrip("/")
-        self.bucket = parts.netloc
-        self.prefix = parts.path.strip("/")
-        session = boto3.session.Session()
-        anonymous = session.get_credentials() is None
-        config = Config(
-            retries={"max_attempts": 3, "mode": "standard"},
-            connect_timeout=10,
-            read_timeout=30,
-            signature_version=UNSIGNED if anonymous else None,
-        )
-        self.client: Any = session.client("s3", endpoint_url=endpoint_url, config=config)
-        self.credential = "anonymous" if anonymous else "boto3's credential chain"
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.client: Any
+        self.client, self.credential = s3_client(endpoint_url, retries=2)
 
     def key(self, *parts: str) -> str:
         return "/".join(p for p in (self.prefix, *parts) if p)

@@ -52,6 +52,16 @@ def _wait(url: str, process: subprocess.Popen[bytes], what: str) -> None:
     raise RuntimeError(f"{what} did not answer at {url}")
 
 
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Ask a server to stop; kill it after 10 s."""
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class TokenServer:
     """A token service: `GET /token` with the right basic credential gives a token."""
 
@@ -124,12 +134,7 @@ class Registry:
         return f"oci+http://{self.host}/{repository}"
 
     def close(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        _stop(self.process)
         self.log.close()
 
 
@@ -156,10 +161,5 @@ class MotoServer:
             raise
 
     def close(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        _stop(self.process)
         self.log.close()

@@ -9,10 +9,8 @@ process publishes three builds, a client asking both all along.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import re
-import socket
 import subprocess
 import threading
 import time
@@ -23,7 +21,6 @@ from typing import Any
 import boto3
 import httpx
 import pytest
-from moto.server import ThreadedMotoServer
 
 from cachegql.index import IndexStore, build_index
 from cachegql.server.shipping import (
@@ -36,6 +33,7 @@ from cachegql.server.shipping import (
     ship,
 )
 from tests.conftest import CLI, PAGES
+from tests.remote_servers import MotoServer, free_port
 
 BUCKET = "cachegql-builds"
 CREDENTIALS = {
@@ -45,28 +43,17 @@ CREDENTIALS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
-def s3() -> Iterator[str]:
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """moto's S3 server on 127.0.0.1 with an empty bucket; its endpoint URL."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request otherwise
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
+    server = MotoServer(tmp_path_factory.mktemp("moto"))
     saved = {key: os.environ.get(key) for key in CREDENTIALS}
     os.environ.update(CREDENTIALS)
     try:
-        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
-        yield endpoint
+        boto3.client("s3", endpoint_url=server.endpoint).create_bucket(Bucket=BUCKET)
+        yield server.endpoint
     finally:
-        server.stop()
+        server.close()
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -158,7 +145,7 @@ def test_an_unreachable_store_is_logged_and_the_puller_goes_on(
     ship(_build(tmp_path), store)
     puller = Puller(store, tmp_path / "replica" / "index")
     puller.pull()
-    puller.store = Store(f"s3://{BUCKET}/x", f"http://127.0.0.1:{_free_port()}")
+    puller.store = Store(f"s3://{BUCKET}/x", f"http://127.0.0.1:{free_port()}")
     thread = puller.start(0.05)
     time.sleep(0.5)
     puller.stop()
@@ -226,7 +213,7 @@ def test_publish_names_an_unreachable_store_and_keeps_the_local_build(tmp_path: 
             "--publish",
             f"s3://{BUCKET}/x",
             "--s3-endpoint-url",
-            f"http://127.0.0.1:{_free_port()}",
+            f"http://127.0.0.1:{free_port()}",
         ],
         capture_output=True,
         text=True,
@@ -240,7 +227,7 @@ def test_publish_names_an_unreachable_store_and_keeps_the_local_build(tmp_path: 
 
 def test_serve_refuses_a_store_without_a_build(s3: str, tmp_path: Path) -> None:
     run = subprocess.run(
-        [CLI, "serve", "--index", f"s3://{BUCKET}/empty-prefix", "--port", str(_free_port())],
+        [CLI, "serve", "--index", f"s3://{BUCKET}/empty-prefix", "--port", str(free_port())],
         capture_output=True,
         text=True,
         env=_env(s3, tmp_path / "cache"),
@@ -252,7 +239,7 @@ def test_serve_refuses_a_store_without_a_build(s3: str, tmp_path: Path) -> None:
 
 class Replica:
     def __init__(self, s3: str, prefix: str, folder: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.log = folder / f"replica-{self.port}.log"
         self._log_file = self.log.open("w")
         self.process = subprocess.Popen(
