@@ -20,7 +20,7 @@ endif
 # changes its folder's time stamp) reinstalls it.
 PACKAGE_DIRS := $(addsuffix /,$(shell find index schema server demo -type d -not -name __pycache__))
 
-.PHONY: serve test lint format schema lock wheel-check bench clean
+.PHONY: serve test lint format schema lock wheel-check bench clean docs docs-build
 
 # The JavaScript clients the test suite runs against the server (tests/test_clients.py),
 # from tests/node's lock file; skipped (and those tests then skip) where npm is missing.
@@ -54,6 +54,19 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/hadolint Dockerfile
 
+# The documentation site (docs/, mkdocs.yml), offline; its GraphQL reference is generated
+# from schema/schema.graphql at build time. MkDocs' banner about its successor is noise here.
+DOCS_PORT ?= 8001
+export NO_MKDOCS_2_WARNING := 1
+
+## docs: serve the documentation site at http://$(HOST):$(DOCS_PORT)/, rebuilt on every edit
+docs: $(STAMP)
+	$(BIN)/mkdocs serve --dev-addr $(HOST):$(DOCS_PORT)
+
+## docs-build: build the site into site/, strictly (a broken link, anchor or nav entry fails)
+docs-build: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
@@ -85,4 +98,4 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) tests/node/node_modules build dist .pytest_cache .mypy_cache .ruff_cache *.egg-info .coverage*
+	rm -rf $(VENV) tests/node/node_modules build dist site .pytest_cache .mypy_cache .ruff_cache *.egg-info .coverage*
