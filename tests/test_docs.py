@@ -5,7 +5,7 @@ reference, generated from the SDL, names every type, field, argument and enum va
 live schema; every ```graphql example of docs/ and README.md is answered without errors on
 the demo data through the real app; every shell example's command exists.
 
-Conventions of the examples (docs/development.md says them too): a ```json block right after
+Conventions of the examples (CONTRIBUTING.md says them too): a ```json block right after
 a ```graphql block holds its variables; a `<!-- docs-test: demo-cache -->` line before a
 ```graphql block runs it on the demo build cache (`cachegql demo-data --mirror --specs 2000
 --packages 100`, indexed as tag develop) instead of the pages of `make serve`; a block of

@@ -4,7 +4,7 @@ The real app on a real uvicorn (127.0.0.1) over an index of the test pages (tags
 v0.22.0, from cache pages: no dependencies) and of a generated build cache (tag `cache`, with
 its DAG), opened in Debian's Chromium (tests/browser.py): every request to another origin is
 aborted and recorded, and each test asserts that there was none and no script error. Also a
-tour of the embedded demo data, whose screenshots are the README's (docs/screenshots/).
+tour of the embedded demo data, whose screenshots are the documentation's (docs/screenshots/).
 Screenshots go to $CACHEGQL_SCREENSHOTS/<test> (default: the test's tmp_path).
 """
 
@@ -661,7 +661,7 @@ def test_demo_tour(
 ) -> None:
     """Every view on the demo data, on a desktop and on a phone, and a spec of a generated
     build cache (the demo data is pages, which list no dependencies). With
-    CACHEGQL_SCREENSHOTS=DIR the pictures land in DIR/test_demo_tour/ (the README's come
+    CACHEGQL_SCREENSHOTS=DIR the pictures land in DIR/test_demo_tour/ (the docs' come
     from there: docs/screenshots/)."""
     with_deps = spec_with_dependents(api)
     for viewport, suffix in ((DESKTOP, ""), (PHONE, "-phone")):

@@ -329,7 +329,7 @@ def test_demo_data_uploads_its_mirror_to_a_bucket(
 def test_an_object_over_the_size_limit_is_refused_before_it_is_read(
     moto: MotoServer, tmp_path: Path
 ) -> None:
-    """S3 objects obey the source limits like http(s) bodies (README: remote sources)."""
+    """S3 objects obey the source limits like http(s) bodies (docs/indexing/remote.md)."""
     client = boto3.session.Session().client("s3", endpoint_url=moto.endpoint)
     client.put_object(Bucket="mirrors", Key="big/index.json", Body=bytes(3 << 20))
     limits = SourceLimits(max_bytes=1 << 20)
