@@ -28,8 +28,6 @@ from graphql import (
     GraphQLSchema,
     GraphQLType,
     GraphQLUnionType,
-    Undefined,
-    ast_from_value,
     build_schema,
     print_ast,
 )
@@ -151,14 +149,9 @@ def _field(owner: str, name: str, field: GraphQLField) -> list[str]:
 def _input_value(
     coordinate: str, name: str, value: GraphQLArgument | GraphQLInputField, what: str
 ) -> list[str]:
-    default = ""
-    # A schema built from SDL keeps a default as its literal (graphql-core 3.3), one built
-    # in code as a value.
+    # Built from SDL, a default is kept as its literal (graphql-core 3.3): printed as written.
     literal = value.ast_node.default_value if value.ast_node is not None else None
-    if literal is None and value.default_value is not Undefined:
-        literal = ast_from_value(value.default_value, value.type)
-    if literal is not None:
-        default = f" = `{print_ast(literal)}`"
+    default = f" = `{print_ast(literal)}`" if literal is not None else ""
     lines = [f'- <span id="{coordinate}"></span>{what}`{name}`: {_type(value.type)}{default}', ""]
     body = _paragraphs(value.description) + _deprecation(value.deprecation_reason)
     return [*lines, *_indented(body, "    "), ""]
