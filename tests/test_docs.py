@@ -329,6 +329,25 @@ def test_each_shell_example_names_commands_that_exist(block: Block) -> None:
             raise AssertionError(f"{block}: {shlex.join(words)}: {error}") from None
 
 
+INLINE = re.compile(r"`((?:\.venv/bin/)?cachegql [^`]+)`")
+
+
+def _inline_commands(page: Path) -> Iterator[list[str]]:
+    """The `cachegql ...` commands quoted in a page's prose, fenced blocks left out."""
+    prose = FENCE.sub("", page.read_text(encoding="utf-8"))
+    for match in INLINE.finditer(prose):
+        yield shlex.split(match.group(1).replace("...", ""))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_cachegql_command_in_the_prose_exists(page: Path) -> None:
+    for words in _inline_commands(page):
+        try:
+            _check_cachegql(words)
+        except AssertionError as error:
+            raise AssertionError(f"{page.name}: `{shlex.join(words)}`: {error}") from None
+
+
 def test_the_checks_catch_what_does_not_exist() -> None:
     """The checks above can fail: a made-up subcommand, flag, target and program."""
     for words in (
