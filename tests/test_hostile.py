@@ -9,8 +9,8 @@ seconds), and holds the server to what the issue promises: each answer a coded J
 error or data, never a 5xx; an answer within a few seconds; the canaries unaffected;
 no request raising the server's memory by more than 200 MB; the server alive after all.
 
-Measured on an idle machine, the canaries wait under 300 ms (the benchmark's table in the
-README); here the bound has a margin, as another test process shares the two cores.
+Measured on an idle machine, the canaries wait under 300 ms (`bench/hostile.py` prints
+the table); here the bound has a margin, as another test process shares the two cores.
 """
 
 from __future__ import annotations

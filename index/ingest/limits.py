@@ -3,7 +3,7 @@
 Every source read from the network is somebody else's file: it may be endless, trickle,
 decompress to a thousand times its size or name a hundred thousand more sources. Each
 bound below turns such a source into one problem line that names it and the limit, while
-the rest still loads. `cachegql index` derives its flags from `LIMITS`, the README lists
+the rest still loads. `cachegql index` derives its flags from `LIMITS`, docs/indexing/remote.md lists
 them from the same table, and the readers (server/fetch.py for http(s)) enforce them.
 """
 
@@ -95,7 +95,7 @@ _FLAGS = {limit.field: limit.flag for limit in LIMITS}
 
 
 def shown(value: float) -> str:
-    """A limit's value as the help and the README show it: `1 GiB`, `10,000`, `600`."""
+    """A limit's value as the help and the docs show it: `1 GiB`, `10,000`, `600`."""
     if isinstance(value, int) and value >= 1 << 20 and value % (1 << 20) == 0:
         return f"{value >> 20:,} MiB" if value % (1 << 30) else f"{value >> 30:,} GiB"
     return f"{value:,g}"
