@@ -27,8 +27,11 @@ INDEX_WRITE = (
 )
 INDEX_READ = (
     "cachegql.index.disk.columns",
+    "cachegql.index.disk.dictionary",
+    "cachegql.index.disk.package_data",
     "cachegql.index.disk.snapshot",
     "cachegql.index.disk.store",
+    "cachegql.index.disk.tag_files",
     "cachegql.index.disk.text",
     "cachegql.index.query",
 )
