@@ -206,3 +206,51 @@ def test_the_length_counts_every_line(tmp_path: Path) -> None:
     (tmp_path / "index" / "short.py").write_text("x = 1\n" * 3)
     (tmp_path / "server" / "long.py").write_text("\n" * 3 + "x = 1\n")
     assert long_modules(tmp_path, limit=3) == {"server/long.py": 4}
+
+
+def import_cycles(root: Path = ROOT) -> list[list[str]]:
+    """Cycles among the modules' top-level imports (those run on import: not the ones in
+    functions, nor under `if TYPE_CHECKING:`), each as the modules around it."""
+    graph: dict[str, set[str]] = {}
+    for path in production_files(root):
+        module = module_name(path, root)
+        top = [
+            n
+            for n in ast.parse(path.read_text()).body
+            if isinstance(n, ast.Import | ast.ImportFrom)
+        ]
+        found = {name for line, name in imports_of(path, root) if line in {n.lineno for n in top}}
+        graph[module] = {name for name in found if name.startswith("cachegql.") and name != module}
+    cycles: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        for imported in sorted(graph.get(module, ())):
+            if imported in path:
+                cycles.append([*path[path.index(imported) :], imported])
+            elif imported not in done:
+                visit(imported, [*path, imported])
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module, [module])
+    return cycles
+
+
+def test_no_import_cycles() -> None:
+    assert import_cycles() == []
+
+
+def test_an_import_cycle_is_seen(tmp_path: Path) -> None:
+    for layer in LAYERS:
+        (tmp_path / layer).mkdir()
+        (tmp_path / layer / "__init__.py").write_text("")
+    (tmp_path / "demo" / "a.py").write_text("from cachegql.demo.b import x\n")
+    (tmp_path / "demo" / "b.py").write_text("def f():\n    from cachegql.demo import c\n")
+    (tmp_path / "demo" / "c.py").write_text("from . import a\n")
+    assert import_cycles(tmp_path) == []  # b imports c only when f runs
+    (tmp_path / "demo" / "b.py").write_text("from cachegql.demo import c\nx = 1\n")
+    assert import_cycles(tmp_path) == [
+        ["cachegql.demo.a", "cachegql.demo.b", "cachegql.demo.c", "cachegql.demo.a"]
+    ]
