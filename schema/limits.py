@@ -38,36 +38,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphql import (
-    BooleanValueNode,
-    DocumentNode,
-    EnumValueNode,
     FieldNode,
-    FloatValueNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLError,
-    GraphQLList,
     GraphQLNamedType,
-    GraphQLNonNull,
     GraphQLObjectType,
-    GraphQLOutputType,
     GraphQLSchema,
     InlineFragmentNode,
-    IntValueNode,
-    ListValueNode,
-    NullValueNode,
-    ObjectValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
-    StringValueNode,
-    ValueNode,
-    VariableNode,
 )
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.exceptions import CannotGetOperationTypeError
 
 from cachegql.index import BUCKET_FIELDS, FACETS, SizeBounds, size_bounds
 from cachegql.schema.context import Context
+from cachegql.schema.documents import argument_value, named_type, operations_of, selection_depth
 from cachegql.schema.errors import QUERY_TOO_COMPLEX
 from cachegql.schema.pagination import DEFAULT_FIRST, DEFAULT_MAX_FIRST
 from cachegql.schema.question_limits import QUESTION_BOUNDS, QUESTION_LOOKUPS
@@ -196,7 +183,7 @@ def price(
         return Price(0, 0, 0)
     walk = _Walk(schema, fragments, variables, bounds, max_first)
     defaults = {
-        definition.variable.name.value: walk.value(definition.default_value)
+        definition.variable.name.value: argument_value(definition.default_value, variables)
         for definition in operation.variable_definitions or ()
         if definition.default_value is not None and definition.variable.name.value not in variables
     }
@@ -273,12 +260,12 @@ class _Walk:
     ) -> tuple[int, int]:
         name = node.name.value
         if name in INTROSPECTION_FIELDS:
-            self.introspection_depth = max(self.introspection_depth, _depth(node) + 1)
+            self.introspection_depth = max(self.introspection_depth, selection_depth(node) + 1)
             return 1, 0
         definition = parent.fields.get(name)
         if definition is None:
             return 1, 0  # __typename, or unknown: validation reports it
-        returned, is_list = _unwrap(definition.type)
+        returned, is_list = named_type(definition.type)
         own = 1
         inner_page = page
         if returned.name in CONNECTION_TYPES:
@@ -302,7 +289,7 @@ class _Walk:
         value included: the argument's default then holds)."""
         for argument in node.arguments or ():
             if argument.name.value == "first":
-                value = self.value(argument.value)
+                value = argument_value(argument.value, self.variables)
                 if value is None:
                     return default
                 if isinstance(value, int) and not isinstance(value, bool):
@@ -314,31 +301,12 @@ class _Walk:
         total = 0
         for argument in node.arguments or ():
             name = argument.name.value
-            value = self.value(argument.value)
+            value = argument_value(argument.value, self.variables)
             if name in FILTER_ARGUMENTS:
                 total += _filter_price(value)
             elif name in ("search", "query") and isinstance(value, str):
                 total += CONDITION_COST * max(1, len(value.split()))
         return total
-
-    def value(self, node: ValueNode) -> Any:
-        """A literal's value, or a variable's as sent (unchecked: validation checks it)."""
-        if isinstance(node, VariableNode):
-            return self.variables.get(node.name.value)
-        if isinstance(node, IntValueNode):
-            try:
-                return int(node.value)
-            except ValueError:
-                return None
-        if isinstance(node, (StringValueNode, EnumValueNode)):
-            return node.value
-        if isinstance(node, (FloatValueNode, BooleanValueNode, NullValueNode)):
-            return None
-        if isinstance(node, ListValueNode):
-            return [self.value(item) for item in node.values]
-        if isinstance(node, ObjectValueNode):
-            return {f.name.value: self.value(f.value) for f in node.fields}
-        return None
 
 
 def _filter_price(value: Any) -> int:
@@ -360,38 +328,6 @@ def _filter_price(value: Any) -> int:
     return total
 
 
-def _unwrap(kind: GraphQLOutputType) -> tuple[GraphQLNamedType, bool]:
-    is_list = False
-    while isinstance(kind, (GraphQLNonNull, GraphQLList)):
-        is_list = is_list or isinstance(kind, GraphQLList)
-        kind = kind.of_type
-    return kind, is_list
-
-
-def _depth(node: FieldNode) -> int:
-    """Depth of a selection, inline fragments included (introspection only: spreads of
-    named fragments there are bounded by graphql-core's rule)."""
-    deepest = 0
-    stack: list[tuple[SelectionSetNode | None, int]] = [(node.selection_set, 0)]
-    while stack:
-        selections, level = stack.pop()
-        if selections is None:
-            deepest = max(deepest, level)
-            continue
-        for selection in selections.selections:
-            if isinstance(selection, FieldNode):
-                stack.append((selection.selection_set, level + 1))
-            elif isinstance(selection, InlineFragmentNode):
-                stack.append((selection.selection_set, level))
-    return deepest
-
-
-def _operations(document: DocumentNode) -> Iterator[OperationDefinitionNode]:
-    for definition in document.definitions:
-        if isinstance(definition, OperationDefinitionNode):
-            yield definition
-
-
 class CostLimit(SchemaExtension):
     """Refuses, after parsing and before validation, a document of several operations
     without `operationName`, and an operation over its price or depth limits."""
@@ -406,7 +342,7 @@ class CostLimit(SchemaExtension):
         document = context.graphql_document
         if document is None:
             return
-        operations = list(_operations(document))
+        operations = list(operations_of(document))
         # strawberry would run the first of several operations; the spec says refuse.
         name: str | None = getattr(context, "_provided_operation_name", None)
         if name is None and len(operations) > 1:

@@ -1,540 +1,59 @@
-"""The output types of the API: plain strawberry dataclasses with thin resolvers."""
+"""The output types of the API: plain strawberry dataclasses with thin resolvers.
 
-from __future__ import annotations
+One module per domain, gathered here for the rest of the schema: `value_types` (tags,
+compilers, variants, counts, page info), `facet_types` (a result's facets),
+`spec_types` (specs, their dependencies and package, pages of specs), `package_types`
+(pages of packages) and `stack_types` (stacks).
+"""
 
-from functools import cached_property, lru_cache
-
-import strawberry
-from strawberry.types import Info
-
-from cachegql.index import (
-    SHORT_HASH_LENGTH,
-    DependencyData,
-    Facets,
-    PackageData,
-    Rows,
-    Scope,
-    Snapshot,
-    SpecRecord,
-    StackSummary,
-    find_packages,
-    find_specs,
-    format_spec,
-    missing_hashes,
-    spec_binary_urls,
+from cachegql.schema.facet_types import FACET_FIRST, SpecFacets
+from cachegql.schema.package_types import PackageConnection, PackageEdge, package_connection
+from cachegql.schema.spec_types import (
+    Dependency,
+    Package,
+    Spec,
+    SpecBatch,
+    SpecConnection,
+    SpecEdge,
+    package_object,
+    spec_connection,
+    spec_objects,
+    spec_page,
 )
-from cachegql.index import Compiler as CompilerData
-from cachegql.index import Variant as VariantData
-from cachegql.schema.context import Context
-from cachegql.schema.errors import UserInputError
-from cachegql.schema.inputs import (
-    PackageFilter,
-    PackageFilterArg,
-    SpecFilter,
-    SpecFilterArg,
-    asked_hashes,
-    package_criteria,
-    spec_criteria,
+from cachegql.schema.stack_types import Stack, stack_object
+from cachegql.schema.value_types import (
+    Bucket,
+    Compiler,
+    PageInfo,
+    StackCount,
+    Tag,
+    Variant,
+    page_info,
 )
-from cachegql.schema.pagination import DEFAULT_FIRST, Window, fingerprint, window
 
-FACET_FIRST = "Spec counts per value, count descending then value; `first` keeps the top ones."
-
-
-@strawberry.type
-class Tag:
-    name: str
-    num_packages: int
-    num_specs: int
-    is_default: bool
-
-
-@strawberry.type
-class Compiler:
-    name: str
-    version: str | None
-    raw: str
-
-
-@strawberry.type
-class Variant:
-    name: str
-    value: str = strawberry.field(
-        description='"true"/"false" for +x/~x; "80" or "70,80" for key=value forms.'
-    )
-    raw: str = strawberry.field(description="Exactly as on the page.")
-
-
-@strawberry.type
-class Bucket:
-    value: str
-    count: int
-
-
-@strawberry.type
-class StackCount:
-    stack: str
-    count: int
-
-
-@strawberry.type
-class PageInfo:
-    has_next_page: bool
-    has_previous_page: bool
-    start_cursor: str | None
-    end_cursor: str | None
-
-
-@lru_cache(maxsize=65536)
-def _compiler(data: CompilerData) -> Compiler:
-    return Compiler(name=data.name, version=data.version, raw=data.raw)
-
-
-@lru_cache(maxsize=65536)
-def _variant(data: VariantData) -> Variant:
-    return Variant(name=data.name, value=data.value, raw=data.raw)
-
-
-@strawberry.type(description="A binary spec of a tag.")
-class Spec:
-    hash: str
-    short_hash: str
-    name: str
-    tag: str
-    version: str
-    versions: list[str]
-    compiler: Compiler
-    os: str
-    platform: str
-    target: str
-    variants: list[Variant]
-    stacks: list[str]
-    size: int | None = strawberry.field(
-        deprecation_reason="Int is 32-bit: use sizeBytes (this is null from 2 GiB on)."
-    )
-    size_bytes: float | None = strawberry.field(
-        description="The tarball's size in bytes (exact up to 2^53); null when unknown."
-    )
-    tarball: str | None
-    namespace: str | None = strawberry.field(
-        description='The package repository, e.g. "builtin"; null where the source has '
-        "none (pages)."
-    )
-    _data: strawberry.Private[SpecRecord]
-    _row: strawberry.Private[int]
-    _batch: strawberry.Private[SpecBatch]
-
-    @strawberry.field
-    def package(self, info: Info[Context, None]) -> Package:
-        snapshot = info.context.store.snapshot(self.tag)
-        return package_object(info.context, snapshot.package(snapshot.package_ids[self.name]))
-
-    @strawberry.field(
-        description="Spack-style one-line spec; pasted into `query:`, it matches this spec."
-    )
-    def format(self) -> str:
-        return format_spec(self._data)
-
-    @strawberry.field(
-        description="Where Spack fetches this binary's spec metadata: the v2 spec file, the "
-        "v3 spec manifest or the OCI image (http(s), s3:// or oci:// as the cache was "
-        "indexed); null for pages and caches indexed from a local path."
-    )
-    def spec_file_url(self, info: Info[Context, None]) -> str | None:
-        return spec_binary_urls(info.context.store.manifest.get("mirrors"), self._data)[0]
-
-    @strawberry.field(
-        description="Where Spack fetches this binary's tarball (v2: the .spack file; OCI: the "
-        "image, whose layer it is); null where unknown: pages, local caches, layout v3 "
-        "(its spec manifest names the tarball by checksum)."
-    )
-    def tarball_url(self, info: Info[Context, None]) -> str | None:
-        return spec_binary_urls(info.context.store.manifest.get("mirrors"), self._data)[1]
-
-    @strawberry.field(
-        description="Direct dependencies, optionally only those of the given deptypes "
-        '("build", "link", "run", "test"); null when the source records none (pages).'
-    )
-    def dependencies(self, deptype: list[str] | None = None) -> list[Dependency] | None:
-        found = self._batch.dependencies(self._row)
-        if found is None:
-            return None
-        wanted = set(deptype or ())
-        return [
-            Dependency(
-                name=d.name,
-                hash=d.hash,
-                version=d.version,
-                deptypes=list(d.deptypes),
-                virtuals=list(d.virtuals),
-                _row=d.row,
-                _batch=self._batch,
-            )
-            for d in found
-            if not wanted or wanted.intersection(d.deptypes)
-        ]
-
-    @strawberry.field(description="The binaries of the tag with a direct dependency on this spec.")
-    def dependents(
-        self,
-        info: Info[Context, None],
-        filter: SpecFilterArg = None,
-        first: int | None = DEFAULT_FIRST,
-        after: str | None = None,
-    ) -> SpecConnection:
-        scope = Scope.dependents(self.hash)
-        return spec_connection(info.context, self.tag, scope, filter, None, None, first, after)
-
-
-@strawberry.type(description="A direct dependency of a spec (an edge of its DAG).")
-class Dependency:
-    name: str
-    hash: str
-    version: str | None = strawberry.field(
-        description="null when the index does not record the node this edge points to."
-    )
-    deptypes: list[str]
-    virtuals: list[str] = strawberry.field(
-        description='What it provides to the spec, e.g. ["c", "cxx"] for a compiler.'
-    )
-    _row: strawberry.Private[int | None]
-    _batch: strawberry.Private[SpecBatch]
-
-    @strawberry.field(description="The binary with this hash in the tag; null when it has none.")
-    def spec(self) -> Spec | None:
-        return None if self._row is None else self._batch.dependency_spec(self._row)
-
-
-class SpecBatch:
-    """Specs answered together (a page, or the dependencies of a page): their dependencies,
-    and those dependencies' specs, are read once for all of them, not spec by spec."""
-
-    def __init__(self, snapshot: Snapshot, rows: list[int]) -> None:
-        self.snapshot = snapshot
-        self.rows = rows
-
-    @cached_property
-    def _dependencies(self) -> dict[int, list[DependencyData] | None]:
-        return dict(zip(self.rows, self.snapshot.dependencies(self.rows), strict=True))
-
-    def dependencies(self, row: int) -> list[DependencyData] | None:
-        return self._dependencies[row]
-
-    @cached_property
-    def _dependency_specs(self) -> dict[int, Spec]:
-        found = self._dependencies.values()
-        rows = sorted({d.row for edges in found for d in edges or () if d.row is not None})
-        return dict(zip(rows, spec_objects(self.snapshot, rows), strict=True))
-
-    def dependency_spec(self, row: int) -> Spec:
-        return self._dependency_specs[row]
-
-
-_INT_LIMIT = 2**31
-
-
-def spec_objects(snapshot: Snapshot, rows: list[int]) -> list[Spec]:
-    """The API's Spec objects for `rows`, read in one go and sharing one batch."""
-    batch = SpecBatch(snapshot, rows)
-    return [
-        _spec_object(record, row, batch)
-        for row, record in zip(rows, snapshot.specs(rows), strict=True)
-    ]
-
-
-def _spec_object(data: SpecRecord, row: int, batch: SpecBatch) -> Spec:
-    return Spec(
-        hash=data.hash,
-        short_hash=data.hash[:SHORT_HASH_LENGTH],
-        name=data.package,
-        tag=data.tag,
-        version=data.version,
-        versions=list(data.versions),
-        compiler=_compiler(data.compiler),
-        os=data.os,
-        platform=data.platform,
-        target=data.target,
-        variants=[_variant(v) for v in data.variants],
-        stacks=list(data.stacks),
-        size=data.size if data.size is None or data.size < _INT_LIMIT else None,
-        size_bytes=None if data.size is None else float(data.size),
-        tarball=data.tarball,
-        namespace=data.namespace or None,
-        _data=data,
-        _row=row,
-        _batch=batch,
-    )
-
-
-def package_object(context: Context, data: PackageData) -> Package:
-    """The Package of this request for `data`: built once, shared by every spec."""
-    key = ("package", data.tag, data.id)
-    package = context.cache.get(key)
-    if package is None:
-        package = context.cache[key] = Package(name=data.name, tag=data.tag, _data=data)
-    return package
-
-
-@strawberry.type
-class Package:
-    name: str
-    tag: str
-    _data: strawberry.Private[PackageData]
-
-    @strawberry.field(description="Distinct, newest first (Spack version order).")
-    def versions(self) -> list[str]:
-        return self._data.versions
-
-    @strawberry.field(description='Normalized "gcc@13.2.0", "none"; sorted.')
-    def compilers(self) -> list[str]:
-        return self._data.distinct("compiler")
-
-    @strawberry.field
-    def oss(self) -> list[str]:
-        return self._data.distinct("os")
-
-    @strawberry.field
-    def platforms(self) -> list[str]:
-        return self._data.distinct("platform")
-
-    @strawberry.field
-    def targets(self) -> list[str]:
-        return self._data.distinct("target")
-
-    @strawberry.field(description="Sorted.")
-    def stacks(self) -> list[str]:
-        return self._data.stacks
-
-    @strawberry.field
-    def num_specs(self) -> int:
-        return self._data.num_specs
-
-    @strawberry.field(description="Sorted by stack name.")
-    def num_specs_by_stack(self) -> list[StackCount]:
-        return [StackCount(stack=s, count=c) for s, c in self._data.num_specs_by_stack]
-
-    @strawberry.field
-    def specs(
-        self,
-        info: Info[Context, None],
-        filter: SpecFilterArg = None,
-        query: str | None = None,
-        search: str | None = None,
-        first: int | None = DEFAULT_FIRST,
-        after: str | None = None,
-    ) -> SpecConnection:
-        return spec_connection(
-            info.context, self.tag, Scope.package(self.name), filter, query, search, first, after
-        )
-
-
-@strawberry.type
-class Stack:
-    name: str
-    tag: str
-    num_specs: int
-    num_packages: int
-    compilers: list[Bucket] = strawberry.field(
-        description="Per-value spec counts, count descending then value ascending."
-    )
-    oss: list[Bucket]
-    platforms: list[Bucket]
-    targets: list[Bucket]
-
-    @strawberry.field
-    def packages(
-        self,
-        info: Info[Context, None],
-        filter: PackageFilterArg = None,
-        search: str | None = None,
-        first: int | None = DEFAULT_FIRST,
-        after: str | None = None,
-    ) -> PackageConnection:
-        return package_connection(
-            info.context, self.tag, Scope.stack(self.name), filter, search, first, after
-        )
-
-    @strawberry.field
-    def specs(
-        self,
-        info: Info[Context, None],
-        filter: SpecFilterArg = None,
-        query: str | None = None,
-        search: str | None = None,
-        first: int | None = DEFAULT_FIRST,
-        after: str | None = None,
-    ) -> SpecConnection:
-        return spec_connection(
-            info.context, self.tag, Scope.stack(self.name), filter, query, search, first, after
-        )
-
-
-def stack_object(summary: StackSummary) -> Stack:
-    buckets = {
-        facet: [Bucket(value=v, count=c) for v, c in pairs]
-        for facet, pairs in summary.buckets.items()
-    }
-    return Stack(
-        name=summary.name,
-        tag=summary.tag,
-        num_specs=summary.num_specs,
-        num_packages=summary.num_packages,
-        compilers=buckets["compilers"],
-        oss=buckets["oss"],
-        platforms=buckets["platforms"],
-        targets=buckets["targets"],
-    )
-
-
-@strawberry.type
-class SpecFacets:
-    _facets: strawberry.Private[Facets]
-
-    def _buckets(self, name: str, first: int | None) -> list[Bucket]:
-        if first is not None and first < 0:
-            raise UserInputError(f"'first' must be 0 or more, got {first}")
-        return [Bucket(value=v, count=c) for v, c in self._facets.buckets(name, first)]
-
-    @strawberry.field(description=FACET_FIRST)
-    def compilers(self, first: int | None = None) -> list[Bucket]:
-        return self._buckets("compilers", first)
-
-    @strawberry.field(description=FACET_FIRST)
-    def oss(self, first: int | None = None) -> list[Bucket]:
-        return self._buckets("oss", first)
-
-    @strawberry.field(description=FACET_FIRST)
-    def platforms(self, first: int | None = None) -> list[Bucket]:
-        return self._buckets("platforms", first)
-
-    @strawberry.field(description=FACET_FIRST)
-    def targets(self, first: int | None = None) -> list[Bucket]:
-        return self._buckets("targets", first)
-
-    @strawberry.field(description=FACET_FIRST)
-    def stacks(self, first: int | None = None) -> list[Bucket]:
-        return self._buckets("stacks", first)
-
-    @strawberry.field(description=FACET_FIRST)
-    def versions(self, first: int | None = None) -> list[Bucket]:
-        return self._buckets("versions", first)
-
-    @strawberry.field(description=FACET_FIRST)
-    def packages(self, first: int | None = None) -> list[Bucket]:
-        return self._buckets("packages", first)
-
-    @strawberry.field(description=FACET_FIRST)
-    def namespaces(self, first: int | None = None) -> list[Bucket]:
-        return self._buckets("namespaces", first)
-
-
-@strawberry.type
-class SpecEdge:
-    cursor: str
-    node: Spec
-
-
-@strawberry.type
-class SpecConnection:
-    total_count: int
-    page_info: PageInfo
-    edges: list[SpecEdge]
-    nodes: list[Spec]
-    facets: SpecFacets = strawberry.field(
-        description="Counts over the whole matching set (not just this page)."
-    )
-    missing: list[str] = strawberry.field(
-        default_factory=list,
-        description="The full hashes of the filter's `hash` (`eq`, `in`) that match no spec "
-        "of this connection, in the order asked; empty without a `hash` filter.",
-    )
-
-
-@strawberry.type
-class PackageEdge:
-    cursor: str
-    node: Package
-
-
-@strawberry.type
-class PackageConnection:
-    total_count: int
-    page_info: PageInfo
-    edges: list[PackageEdge]
-    nodes: list[Package]
-
-
-def page_info(page: Window) -> PageInfo:
-    empty = page.stop <= page.start
-    return PageInfo(
-        has_next_page=page.has_next,
-        has_previous_page=page.has_previous,
-        start_cursor=None if empty else page.cursor(page.start),
-        end_cursor=None if empty else page.cursor(page.stop - 1),
-    )
-
-
-def spec_connection(
-    context: Context,
-    tag: str | None,
-    scope: Scope | None,
-    filter: SpecFilter | None,
-    query: str | None,
-    search: str | None,
-    first: int | None,
-    after: str | None,
-) -> SpecConnection:
-    """Evaluate a specs field and cut out the page asked for."""
-    store = context.store
-    snapshot = store.snapshot(tag)
-    criteria = spec_criteria(filter)
-    rows = find_specs(snapshot, criteria, query=query, search=search, scope=scope)
-    key = fingerprint(store.build_id, snapshot.tag, "specs", scope, criteria, query, search)
-    connection = spec_page(context, snapshot, rows, key, first, after)
-    asked = asked_hashes(filter)
-    if asked:
-        connection.missing = missing_hashes(snapshot, asked, rows)
-    return connection
-
-
-def spec_page(
-    context: Context, snapshot: Snapshot, rows: Rows, key: str, first: int | None, after: str | None
-) -> SpecConnection:
-    """The page asked for of a result of spec `rows`, for the query named `key`."""
-    page = window(key, len(rows), first, after, context.max_first)
-    nodes = spec_objects(snapshot, rows[page.start : page.stop].tolist())
-    return SpecConnection(
-        total_count=page.total,
-        page_info=page_info(page),
-        edges=[SpecEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)],
-        nodes=nodes,
-        facets=SpecFacets(_facets=Facets(snapshot, rows)),
-    )
-
-
-def package_connection(
-    context: Context,
-    tag: str | None,
-    scope: Scope | None,
-    filter: PackageFilter | None,
-    search: str | None,
-    first: int | None,
-    after: str | None,
-) -> PackageConnection:
-    """Evaluate a packages field and cut out the page asked for."""
-    store = context.store
-    snapshot = store.snapshot(tag)
-    criteria = package_criteria(filter)
-    ids = find_packages(snapshot, criteria, search=search, scope=scope)
-    key = fingerprint(store.build_id, snapshot.tag, "packages", scope, criteria, search)
-    page = window(key, len(ids), first, after, context.max_first)
-    page_ids = ids[page.start : page.stop].tolist()
-    nodes = [package_object(context, snapshot.package(i)) for i in page_ids]
-    return PackageConnection(
-        total_count=page.total,
-        page_info=page_info(page),
-        edges=[
-            PackageEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)
-        ],
-        nodes=nodes,
-    )
+__all__ = [
+    "FACET_FIRST",
+    "Bucket",
+    "Compiler",
+    "Dependency",
+    "Package",
+    "PackageConnection",
+    "PackageEdge",
+    "PageInfo",
+    "Spec",
+    "SpecBatch",
+    "SpecConnection",
+    "SpecEdge",
+    "SpecFacets",
+    "Stack",
+    "StackCount",
+    "Tag",
+    "Variant",
+    "package_connection",
+    "package_object",
+    "page_info",
+    "spec_connection",
+    "spec_objects",
+    "spec_page",
+    "stack_object",
+]

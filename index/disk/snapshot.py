@@ -3,9 +3,10 @@
 Nothing here points back at its `Snapshot`, so that a snapshot no longer served is
 freed by reference counting alone, the moment its last request ends.
 
-Loading checks that the arrays fit together (lengths, codes within their dictionaries,
-offsets ascending), so that a build whose files are intact but inconsistent is refused
-with the file named instead of failing, or answering wrongly, at some later query.
+Loading checks that the arrays fit together (`tag_files`), so that a build whose files
+are intact but inconsistent is refused with the file named; what is read from a loaded
+snapshot is here (specs, dependencies, hashes, versions, compilers), its packages in
+`package_data`.
 """
 
 from __future__ import annotations
@@ -24,23 +25,22 @@ from cachegql.index.disk.columns import (
     Column,
     FileArray,
     IdArray,
-    Offsets,
     Postings,
     Rows,
     SetColumn,
     check_codes,
     load_array,
 )
-from cachegql.index.disk.dag import Dag
+from cachegql.index.disk.dictionary import Dictionary
 from cachegql.index.disk.layout import (
-    DAG_FILE,
     DAG_FOLDER,
     DICTIONARIES,
     NODES_FOLDER,
     TEXT_FOLDER,
 )
+from cachegql.index.disk.package_data import PackageData
+from cachegql.index.disk.tag_files import Dictionaries, bounds, checked_dag, value_names
 from cachegql.index.disk.text import TextIndex
-from cachegql.index.disk.verify import IndexLoadError, read_json
 from cachegql.index.fields import SPEC_FIELDS
 from cachegql.index.records import SpecRecord
 from cachegql.index.spack.compilers import Compiler
@@ -51,33 +51,6 @@ __all__ = ["DependencyData", "Dictionary", "PackageData", "Snapshot"]
 
 SET_COLUMNS = ("versions", "stacks", "variants", "atoms", "flag_atoms")
 _ATTRIBUTE_FIELDS = tuple(f.name for f in SPEC_FIELDS if f.attribute)
-
-
-class Dictionary:
-    """The distinct values of a column: ids by value, and values in alphabetical order."""
-
-    def __init__(self, values: list[str]) -> None:
-        self.values = values
-        self.ids = {v: i for i, v in enumerate(values)}
-        order = sorted(range(len(values)), key=values.__getitem__)
-        self._sorted = [values[i] for i in order]
-        self._sorted_ids = order
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def with_prefix(self, prefix: str) -> list[int]:
-        """Ids of the values starting with `prefix`, ascending."""
-        lo = bisect.bisect_left(self._sorted, prefix)
-        hi = bisect.bisect_left(self._sorted, prefix + "\U0010ffff")
-        return sorted(self._sorted_ids[lo:hi])
-
-    @cached_property
-    def alphabetical_rank(self) -> IdArray:
-        """For each value id, its position in alphabetical order (ties in facets go by it)."""
-        rank = np.empty(len(self.values), dtype=np.intp)
-        rank[np.array(self._sorted_ids, dtype=np.intp)] = np.arange(len(self.values))
-        return rank
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +75,7 @@ class Snapshot:
     def __init__(self, tag: str, folder: Path) -> None:
         self.tag = tag
         self.folder = folder
-        stored = _Dictionaries(folder / DICTIONARIES)
+        stored = Dictionaries(folder / DICTIONARIES)
         # The hashes first: their number is the length of every other column.
         self.hash_rank: Rows = load_array(folder, "hash.rank", "int32")
         num_rows = self.num_specs = len(self.hash_rank)
@@ -117,14 +90,15 @@ class Snapshot:
             for f in SPEC_FIELDS
         }
         self.sets = {
-            c: SetColumn.load(folder, c, _names(stored.values(c)), num_rows) for c in SET_COLUMNS
+            c: SetColumn.load(folder, c, value_names(stored.values(c)), num_rows)
+            for c in SET_COLUMNS
         }
         self.dictionaries = {
             **{name: Dictionary(column.values) for name, column in self.columns.items()},
             **{name: Dictionary(column.values) for name, column in self.sets.items()},
         }
         self.num_packages = len(self.columns["package"].values)
-        self.package_start: npt.NDArray[np.int64] = _bounds(
+        self.package_start: npt.NDArray[np.int64] = bounds(
             folder, "package.start", self.num_packages, num_rows, "the number of specs"
         )
         self.package_stacks = SetColumn.load(
@@ -145,7 +119,7 @@ class Snapshot:
         # Tarball names are read a page at a time, from the file: they are the biggest
         # column (92 MB at 1M specs) and the least read.
         self._tarballs = FileArray.raw(folder / "tarball.blob")
-        self._tarball_offsets = _bounds(
+        self._tarball_offsets = bounds(
             folder, "tarball.offsets", num_rows, len(self._tarballs), "the size of tarball.blob"
         )
         self.stack_summaries: list[dict[str, Any]] = stored.values("stack_summaries")
@@ -165,7 +139,9 @@ class Snapshot:
         self._text = TextIndex(text) if text.is_dir() else None
         nodes = folder / NODES_FOLDER
         self.nodes = Snapshot(tag, nodes) if nodes.is_dir() else None
-        self.dag = _dag(folder / DAG_FOLDER, self) if (folder / DAG_FOLDER).is_dir() else None
+        num_nodes = num_rows + (self.nodes.num_specs if self.nodes is not None else 0)
+        dag_folder = folder / DAG_FOLDER
+        self.dag = checked_dag(dag_folder, num_rows, num_nodes) if dag_folder.is_dir() else None
         self._packages: dict[int, PackageData] = {}
         self.packages_read = 0
         # Counts of batch reads, for tests that a page is read as a whole.
@@ -391,120 +367,5 @@ class Snapshot:
         return lists
 
 
-class PackageData:
-    """One package of a tag; each summary is computed from its rows on first use."""
-
-    def __init__(
-        self,
-        tag: str,
-        package_id: int,
-        lo: int,
-        hi: int,
-        columns: dict[str, Column],
-        sets: dict[str, SetColumn],
-    ) -> None:
-        self.tag = tag
-        self.id = package_id
-        self.name = columns["package"].values[package_id]
-        self.lo, self.hi = lo, hi
-        self._columns = columns
-        self._sets = sets
-
-    @property
-    def num_specs(self) -> int:
-        return self.hi - self.lo
-
-    def distinct(self, field: str) -> list[str]:
-        """The distinct values of a spec field among this package's specs, sorted."""
-        column = self._columns[field]
-        codes = np.unique(column.codes[self.lo : self.hi])
-        return [value for c in codes.tolist() if (value := column.values[c])]
-
-    @cached_property
-    def versions(self) -> list[str]:
-        """Distinct versions, newest first (the dictionary is in Spack order)."""
-        column = self._sets["versions"]
-        codes = np.unique(column.codes[self.lo : self.hi])
-        present = {v for code in codes.tolist() for v in column.members(code).tolist()}
-        return [column.values[v] for v in sorted(present, reverse=True)]
-
-    @cached_property
-    def stacks(self) -> list[str]:
-        return [stack for stack, _ in self.num_specs_by_stack]
-
-    @cached_property
-    def num_specs_by_stack(self) -> list[tuple[str, int]]:
-        column = self._sets["stacks"]
-        set_counts = np.bincount(column.codes[self.lo : self.hi], minlength=column.num_sets)
-        counts: dict[int, int] = {}
-        for code in np.flatnonzero(set_counts).tolist():
-            for stack in column.members(code).tolist():
-                counts[stack] = counts.get(stack, 0) + int(set_counts[code])
-        return [(column.values[s], counts[s]) for s in sorted(counts)]
-
-
-def _names(stored: list[Any]) -> list[str]:
-    """A set column's value names; variants are stored as [name, value, raw]."""
-    return [value[-1] if isinstance(value, list) else value for value in stored]
-
-
 # A page of 100 specs reads at most this much of the tarball names at once (~60 B each).
 _TARBALL_SPAN = 64 << 10
-
-
-class _Dictionaries:
-    """A tag's `dictionaries.json`: a missing or malformed entry is refused, naming it."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        stored = read_json(path)
-        if not isinstance(stored, dict):
-            raise IndexLoadError(f"{path} is not a JSON object")
-        self._stored: dict[str, Any] = stored
-
-    def values(self, name: str) -> Any:
-        value = self._stored.get(name)
-        if not isinstance(value, list):
-            raise IndexLoadError(f"{self.path} has no list {name!r}")
-        return value
-
-
-def _bounds(folder: Path, name: str, num_ranges: int, end: int, what: str = "") -> Offsets:
-    """Offsets of `num_ranges` consecutive ranges covering 0 to `end` (`what` it is)."""
-    offsets: Offsets = load_array(folder, name, "int64", num_ranges + 1)
-    if offsets[0] != 0 or offsets[-1] != end or (np.diff(offsets) < 0).any():
-        to = f"{end} ({what})" if what else str(end)
-        raise IndexLoadError(f"{folder / name}.npy does not ascend from 0 to {to}")
-    return offsets
-
-
-def _dag(folder: Path, snapshot: Snapshot) -> Dag:
-    """The tag's DAG, checked against its spec and node tables."""
-    try:
-        dag = Dag(folder)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise IndexLoadError(f"{folder / DAG_FILE} is malformed: {exc!r}") from exc
-    num_nodes = snapshot.num_specs + (snapshot.nodes.num_specs if snapshot.nodes else 0)
-    edges = len(dag.edge_targets)
-    types = (dag.edge_offsets, dag.edge_targets, dag.edge_deptypes, dag.edge_virtuals, dag.recorded)
-    checks = {
-        "the types of its arrays": [a.dtype for a in types]
-        == [np.dtype(t) for t in ("int64", "int32", "uint8", "int32", "bool")],
-        "the tag's specs": dag.num_specs == snapshot.num_specs,
-        "the tag's specs and nodes": dag.num_nodes == num_nodes,
-        "the edges' offsets": len(dag.edge_offsets) == num_nodes + 1
-        and dag.edge_offsets[0] == 0
-        and dag.edge_offsets[-1] == edges
-        and not (np.diff(dag.edge_offsets) < 0).any(),
-        "the edges": len(dag.edge_deptypes) == len(dag.edge_virtuals) == edges
-        and len(dag.recorded) == num_nodes,
-        "the edges' targets": not edges
-        or 0 <= dag.edge_targets.min() <= dag.edge_targets.max() < num_nodes,
-        "the virtuals": not edges
-        or 0 <= dag.edge_virtuals.min() <= dag.edge_virtuals.max() < len(dag.virtual_sets),
-        "the hubs": set(dag.hub_bits) <= set(dag.name_ids) and len(dag.hub_bits) <= 64,
-    }
-    for what, holds in checks.items():
-        if not holds:
-            raise IndexLoadError(f"{folder} does not agree with {what}: the DAG is damaged")
-    return dag

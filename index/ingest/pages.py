@@ -22,10 +22,9 @@ import orjson
 
 from cachegql.index.fields import SPEC_FIELDS, SpecField
 from cachegql.index.ingest.files import NotRegularFileError, open_regular, reason
+from cachegql.index.ingest.page_specs import kind_of, spec_record
 from cachegql.index.records import Problem, SpecRecord
 from cachegql.index.spack.compilers import parse_compiler
-from cachegql.index.spack.hashes import is_hash
-from cachegql.index.spack.variants import parse_variant
 
 __all__ = [
     "HEAD_BYTES",
@@ -49,11 +48,6 @@ _CHUNK_BYTES = 1 << 20
 _BOM = "\ufeff"  # a UTF-8 byte order mark, as some editors start a file with
 
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(?:\s(.*)|)$")
-# A page's spec objects carry every text attribute of a record under its own name,
-# except the package, which is the page's title.
-_TEXT_KEYS = tuple(
-    f.name for f in SPEC_FIELDS if f.attribute and f.required and f.name != "package"
-)
 
 
 class NotAPageError(Exception):
@@ -171,12 +165,12 @@ def parse_page(text: str, path: str) -> Page:
         raise PageError("missing key 'spec_details'")
     details = _json(values["spec_details"], "spec_details")
     if not isinstance(details, list):
-        raise PageError(f"'spec_details' must be a JSON list, not {_kind(details)}")
+        raise PageError(f"'spec_details' must be a JSON list, not {kind_of(details)}")
     page = Page(path=path, package=package, tag=tag, specs=[])
     page.problems.extend(_repeated_keys(front, path))
     for position, item in enumerate(details):
         try:
-            page.specs.append(_spec(item, package, tag))
+            page.specs.append(spec_record(item, package, tag))
         except ValueError as exc:
             page.problems.append(Problem(path, f"spec #{position + 1} skipped: {exc}"))
     if "meta" in values:
@@ -277,78 +271,6 @@ def _json(value: str, key: str) -> Any:
         raise PageError(f"{key!r} is not valid JSON: {exc}") from exc
 
 
-_KINDS: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
-
-
-def _kind(value: object) -> str:
-    return _KINDS.get(type(value), type(value).__name__)
-
-
-def _spec(item: object, package: str, tag: str) -> SpecRecord:
-    if not isinstance(item, dict):
-        raise ValueError(f"expected an object, got {_kind(item)}")
-    digest = item.get("hash")
-    if not isinstance(digest, str):
-        raise ValueError("missing 'hash'" if digest is None else "'hash' must be a string")
-    if not is_hash(digest):
-        raise ValueError(f"hash {digest!r} is not 32 lowercase base32 characters")
-    where = f"hash {digest}: "
-    texts: dict[str, Any] = {key: _text(item, key, where) for key in ("compiler", *_TEXT_KEYS)}
-    versions = _string_list(item, "versions", where)
-    if not versions:
-        raise ValueError(where + "'versions' must not be empty")
-    try:
-        compiler = parse_compiler(texts.pop("compiler"))
-        variants = tuple(parse_variant(raw) for raw in _string_list(item, "variants", where))
-    except ValueError as exc:
-        raise ValueError(where + str(exc)) from None
-    stacks = _string_list(item, "stacks", where)
-    return SpecRecord(
-        hash=digest,
-        package=package,
-        tag=tag,
-        versions=tuple(versions),
-        compiler=compiler,
-        variants=variants,
-        stacks=tuple(sorted(set(stacks))),
-        size=_size(item.get("size"), where),
-        tarball=_tarball(item.get("tarball"), where),
-        **texts,
-    )
-
-
-def _text(item: dict[str, Any], key: str, where: str) -> str:
-    value = item.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(where + f"'{key}' must be a non-empty string")
-    return value
-
-
-def _string_list(item: dict[str, Any], key: str, where: str) -> list[str]:
-    value = item.get(key)
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ValueError(where + f"'{key}' must be a list of non-empty strings")
-    return value
-
-
-def _size(value: object, where: str) -> int | None:
-    if value is None or value == "-":
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    raise ValueError(where + f"'size' must be a byte count or '-', got {value!r}")
-
-
-def _tarball(value: object, where: str) -> str | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ValueError(where + "'tarball' must be a string")
-    return value
-
-
 def _meta_disagreements(raw: str, details: list[Any], page: Page) -> list[Problem]:
     """Compare `meta` with what `spec_details` says; spec_details is the truth."""
     try:
@@ -356,7 +278,7 @@ def _meta_disagreements(raw: str, details: list[Any], page: Page) -> list[Proble
     except PageError as exc:
         return [Problem(page.path, f"{exc}; ignored, spec_details are used")]
     if not isinstance(meta, dict):
-        return [Problem(page.path, f"'meta' must be a JSON object, not {_kind(meta)}; ignored")]
+        return [Problem(page.path, f"'meta' must be a JSON object, not {kind_of(meta)}; ignored")]
     problems = []
 
     def disagree(what: str, meta_says: object, specs_say: object) -> None:

@@ -21,7 +21,18 @@ import numpy as np
 import numpy.typing as npt
 
 from cachegql.index.budget import check
-from cachegql.index.disk.columns import Column, IdArray, Mask, Postings, Rows, SetColumn
+from cachegql.index.disk.columns import Column, IdArray, Mask, Rows
+from cachegql.index.query.leaves import (
+    Everything,
+    ExceptLeaf,
+    HashLeaf,
+    Nothing,
+    RangeLeaf,
+    RowsLeaf,
+    SetLeaf,
+    ValuesLeaf,
+)
+from cachegql.index.query.rowsets import SCAN_SHARE, complement, contains, union, within
 
 __all__ = [
     "And",
@@ -44,9 +55,6 @@ __all__ = [
     "within",
 ]
 
-# Above this share of the scope, a union of posting lists costs more than a scan.
-SCAN_SHARE = 0.25
-MAX_MERGED_LISTS = 32
 # Scanning a mask of the scope for the rows left costs about as much as generating an
 # eighth of the scope's rows: an OR rescans once its children generated that many.
 RESCAN_SHARE = 0.125
@@ -64,220 +72,6 @@ class Node(Protocol):
 
     def test(self, rows: Rows) -> Mask:
         """For each of `rows`, whether it matches."""
-
-
-def within(rows: Rows, lo: int, hi: int) -> Rows:
-    """The part of the sorted `rows` inside [lo, hi)."""
-    if not len(rows) or (rows[0] >= lo and rows[-1] < hi):
-        return rows
-    start, stop = np.searchsorted(rows, (lo, hi))
-    return rows[start:stop]
-
-
-def union(parts: Sequence[Rows], lo: int, hi: int, *, disjoint: bool = False) -> Rows:
-    """The sorted union of sorted row arrays within [lo, hi)."""
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return _EMPTY
-    if len(parts) == 1:
-        return parts[0]
-    total = sum(len(p) for p in parts)
-    if total > SCAN_SHARE * (hi - lo):
-        mask = np.zeros(hi - lo, dtype=np.bool_)
-        for part in parts:
-            check()
-            mask[part - lo] = True
-        return (np.flatnonzero(mask) + lo).astype(np.int32)
-    merged = np.concatenate(parts)
-    if disjoint:
-        merged.sort(kind="stable")  # timsort merges the sorted runs
-        return merged
-    return np.unique(merged)
-
-
-def contains(sorted_rows: Rows, rows: Rows) -> Mask:
-    """For each of `rows`, whether it is in `sorted_rows`."""
-    if not len(sorted_rows):
-        return np.zeros(len(rows), dtype=np.bool_)
-    positions = np.searchsorted(sorted_rows, rows).clip(max=len(sorted_rows) - 1)
-    found: Mask = sorted_rows[positions] == rows
-    return found
-
-
-def _total(postings: Postings, value_ids: IdArray) -> int:
-    """How many items the posting lists of `value_ids` hold (without sizing every list)."""
-    if not len(value_ids):
-        return 0
-    offsets = postings.offsets
-    return int((offsets[value_ids + 1] - offsets[value_ids]).sum())
-
-
-def _complement(rows: Rows, lo: int, hi: int) -> Rows:
-    """The rows of [lo, hi) that are not in `rows` (sorted, within [lo, hi))."""
-    mask = np.ones(hi - lo, dtype=np.bool_)
-    mask[rows - lo] = False
-    return (np.flatnonzero(mask) + lo).astype(np.int32)
-
-
-_EMPTY: Rows = np.zeros(0, dtype=np.int32)
-
-
-class Everything:
-    def estimate(self) -> int:
-        return 1 << 62
-
-    def rows(self, lo: int, hi: int) -> Rows:
-        return np.arange(lo, hi, dtype=np.int32)
-
-    def test(self, rows: Rows) -> Mask:
-        return np.ones(len(rows), dtype=np.bool_)
-
-
-class Nothing:
-    def estimate(self) -> int:
-        return 0
-
-    def rows(self, lo: int, hi: int) -> Rows:
-        return _EMPTY
-
-    def test(self, rows: Rows) -> Mask:
-        return np.zeros(len(rows), dtype=np.bool_)
-
-
-class RowsLeaf:
-    """Rows known in advance (a search result, a stack's specs)."""
-
-    def __init__(self, rows: Rows) -> None:
-        self._rows = rows
-
-    def estimate(self) -> int:
-        return len(self._rows)
-
-    def rows(self, lo: int, hi: int) -> Rows:
-        return within(self._rows, lo, hi)
-
-    def test(self, rows: Rows) -> Mask:
-        return contains(self._rows, rows)
-
-
-class RangeLeaf:
-    """Rows [start, stop): a package's specs, or a run of hash ranks mapped back to rows."""
-
-    def __init__(self, start: int, stop: int) -> None:
-        self.start, self.stop = start, stop
-
-    def estimate(self) -> int:
-        return self.stop - self.start
-
-    def rows(self, lo: int, hi: int) -> Rows:
-        return np.arange(max(lo, self.start), min(hi, self.stop), dtype=np.int32)
-
-    def test(self, rows: Rows) -> Mask:
-        return (rows >= self.start) & (rows < self.stop)
-
-
-class HashLeaf:
-    """Rows whose hash rank is in [lo_rank, hi_rank): the specs of one hash prefix."""
-
-    def __init__(self, hash_rows: Rows, hash_rank: Rows, lo_rank: int, hi_rank: int) -> None:
-        self._hash_rows, self._hash_rank = hash_rows, hash_rank
-        self.lo_rank, self.hi_rank = lo_rank, hi_rank
-
-    def estimate(self) -> int:
-        return self.hi_rank - self.lo_rank
-
-    def rows(self, lo: int, hi: int) -> Rows:
-        rows = np.sort(self._hash_rows[self.lo_rank : self.hi_rank])
-        return within(rows, lo, hi)
-
-    def test(self, rows: Rows) -> Mask:
-        ranks = self._hash_rank[rows]
-        return (ranks >= self.lo_rank) & (ranks < self.hi_rank)
-
-
-class ValuesLeaf:
-    """Rows whose value in a single-valued column is one of `value_ids`."""
-
-    def __init__(self, column: Column, value_ids: IdArray) -> None:
-        self.column, self.value_ids = column, value_ids
-        self._size = _total(column.postings, value_ids)
-
-    def estimate(self) -> int:
-        return self._size
-
-    def _value_mask(self) -> Mask:
-        mask = np.zeros(len(self.column.values), dtype=np.bool_)
-        mask[self.value_ids] = True
-        return mask
-
-    def rows(self, lo: int, hi: int) -> Rows:
-        if len(self.value_ids) == 1:
-            return within(self.column.postings(int(self.value_ids[0])), lo, hi)
-        if self._size > SCAN_SHARE * (hi - lo) or len(self.value_ids) > MAX_MERGED_LISTS:
-            found = np.flatnonzero(self._value_mask()[self.column.codes[lo:hi]]) + lo
-            return found.astype(np.int32)
-        parts = [within(self.column.postings(int(v)), lo, hi) for v in self.value_ids]
-        return union(parts, lo, hi, disjoint=True)
-
-    def test(self, rows: Rows) -> Mask:
-        if len(self.value_ids) == 1:
-            matched: Mask = self.column.codes[rows] == self.value_ids[0]
-            return matched
-        if not len(self.value_ids):
-            return np.zeros(len(rows), dtype=np.bool_)
-        return self._value_mask()[self.column.codes[rows]]
-
-
-class ExceptLeaf:
-    """Rows whose value in a single-valued column is none of `value_ids`: a `ne`, or the
-    negation of an `eq`/`in`.
-
-    Kept as the complement of a few posting lists, so that it is built, estimated and
-    tested at the cost of what it leaves out; only generating its rows costs the scope.
-    """
-
-    def __init__(self, column: Column, value_ids: IdArray) -> None:
-        self.column, self.value_ids = column, value_ids
-        self._excluded = ValuesLeaf(column, value_ids)
-        self._size = len(column.codes) - self._excluded.estimate()
-
-    def estimate(self) -> int:
-        return self._size
-
-    def rows(self, lo: int, hi: int) -> Rows:
-        return _complement(self._excluded.rows(lo, hi), lo, hi)
-
-    def test(self, rows: Rows) -> Mask:
-        return ~self._excluded.test(rows)
-
-
-class SetLeaf:
-    """Rows whose set (stacks, variant atoms) holds at least one of `value_ids`."""
-
-    def __init__(self, column: SetColumn, value_ids: IdArray) -> None:
-        self.column, self.value_ids = column, value_ids
-        self._size = _total(column.postings, value_ids)
-        self._sets: Mask | None = None
-
-    def estimate(self) -> int:
-        return self._size
-
-    def _set_mask(self) -> Mask:
-        if self._sets is None:
-            self._sets = self.column.sets_with_any(self.value_ids)
-        return self._sets
-
-    def rows(self, lo: int, hi: int) -> Rows:
-        if len(self.value_ids) == 1:
-            return within(self.column.postings(int(self.value_ids[0])), lo, hi)
-        if len(self.value_ids) > MAX_MERGED_LISTS:
-            found = np.flatnonzero(self._set_mask()[self.column.codes[lo:hi]]) + lo
-            return found.astype(np.int32)
-        parts = [within(self.column.postings(int(v)), lo, hi) for v in self.value_ids]
-        return union(parts, lo, hi)
-
-    def test(self, rows: Rows) -> Mask:
-        return self._set_mask()[self.column.codes[rows]]
 
 
 class And:
@@ -385,7 +179,7 @@ class Not:
         return 1 << 62
 
     def rows(self, lo: int, hi: int) -> Rows:
-        return _complement(self.child.rows(lo, hi), lo, hi)
+        return complement(self.child.rows(lo, hi), lo, hi)
 
     def test(self, rows: Rows) -> Mask:
         return ~self.child.test(rows)

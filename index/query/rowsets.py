@@ -1,0 +1,61 @@
+"""Sorted row arrays: the part within a range, a union, membership, a complement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from cachegql.index.budget import check
+from cachegql.index.disk.columns import Mask, Rows
+
+__all__ = ["EMPTY", "SCAN_SHARE", "complement", "contains", "union", "within"]
+
+# Above this share of the scope, a union of posting lists costs more than a scan.
+SCAN_SHARE = 0.25
+EMPTY: Rows = np.zeros(0, dtype=np.int32)
+
+
+def within(rows: Rows, lo: int, hi: int) -> Rows:
+    """The part of the sorted `rows` inside [lo, hi)."""
+    if not len(rows) or (rows[0] >= lo and rows[-1] < hi):
+        return rows
+    start, stop = np.searchsorted(rows, (lo, hi))
+    return rows[start:stop]
+
+
+def union(parts: Sequence[Rows], lo: int, hi: int, *, disjoint: bool = False) -> Rows:
+    """The sorted union of sorted row arrays within [lo, hi)."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return EMPTY
+    if len(parts) == 1:
+        return parts[0]
+    total = sum(len(p) for p in parts)
+    if total > SCAN_SHARE * (hi - lo):
+        mask = np.zeros(hi - lo, dtype=np.bool_)
+        for part in parts:
+            check()
+            mask[part - lo] = True
+        return (np.flatnonzero(mask) + lo).astype(np.int32)
+    merged = np.concatenate(parts)
+    if disjoint:
+        merged.sort(kind="stable")  # timsort merges the sorted runs
+        return merged
+    return np.unique(merged)
+
+
+def contains(sorted_rows: Rows, rows: Rows) -> Mask:
+    """For each of `rows`, whether it is in `sorted_rows`."""
+    if not len(sorted_rows):
+        return np.zeros(len(rows), dtype=np.bool_)
+    positions = np.searchsorted(sorted_rows, rows).clip(max=len(sorted_rows) - 1)
+    found: Mask = sorted_rows[positions] == rows
+    return found
+
+
+def complement(rows: Rows, lo: int, hi: int) -> Rows:
+    """The rows of [lo, hi) that are not in `rows` (sorted, within [lo, hi))."""
+    mask = np.ones(hi - lo, dtype=np.bool_)
+    mask[rows - lo] = False
+    return (np.flatnonzero(mask) + lo).astype(np.int32)

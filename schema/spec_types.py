@@ -1,0 +1,350 @@
+"""Specs, their dependencies and their package, and pages of specs.
+
+`Spec.package` is a `Package` and `Package.specs` pages of `Spec`: the two refer to each
+other, so they live in one module (the pages of packages, and stacks, build on it).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property, lru_cache
+
+import strawberry
+from strawberry.types import Info
+
+from cachegql.index import (
+    SHORT_HASH_LENGTH,
+    DependencyData,
+    Facets,
+    PackageData,
+    Rows,
+    Scope,
+    Snapshot,
+    SpecRecord,
+    find_specs,
+    format_spec,
+    missing_hashes,
+    spec_binary_urls,
+)
+from cachegql.index import Compiler as CompilerData
+from cachegql.index import Variant as VariantData
+from cachegql.schema.context import Context
+from cachegql.schema.facet_types import SpecFacets
+from cachegql.schema.inputs import SpecFilter, SpecFilterArg, asked_hashes, spec_criteria
+from cachegql.schema.pagination import DEFAULT_FIRST, fingerprint, window
+from cachegql.schema.value_types import Compiler, PageInfo, StackCount, Variant, page_info
+
+__all__ = [
+    "Dependency",
+    "Package",
+    "Spec",
+    "SpecBatch",
+    "SpecConnection",
+    "SpecEdge",
+    "package_object",
+    "spec_connection",
+    "spec_objects",
+    "spec_page",
+]
+
+
+@lru_cache(maxsize=65536)
+def _compiler(data: CompilerData) -> Compiler:
+    return Compiler(name=data.name, version=data.version, raw=data.raw)
+
+
+@lru_cache(maxsize=65536)
+def _variant(data: VariantData) -> Variant:
+    return Variant(name=data.name, value=data.value, raw=data.raw)
+
+
+@strawberry.type(description="A binary spec of a tag.")
+class Spec:
+    hash: str
+    short_hash: str
+    name: str
+    tag: str
+    version: str
+    versions: list[str]
+    compiler: Compiler
+    os: str
+    platform: str
+    target: str
+    variants: list[Variant]
+    stacks: list[str]
+    size: int | None = strawberry.field(
+        deprecation_reason="Int is 32-bit: use sizeBytes (this is null from 2 GiB on)."
+    )
+    size_bytes: float | None = strawberry.field(
+        description="The tarball's size in bytes (exact up to 2^53); null when unknown."
+    )
+    tarball: str | None
+    namespace: str | None = strawberry.field(
+        description='The package repository, e.g. "builtin"; null where the source has '
+        "none (pages)."
+    )
+    _data: strawberry.Private[SpecRecord]
+    _row: strawberry.Private[int]
+    _batch: strawberry.Private[SpecBatch]
+
+    @strawberry.field
+    def package(self, info: Info[Context, None]) -> Package:
+        snapshot = info.context.store.snapshot(self.tag)
+        return package_object(info.context, snapshot.package(snapshot.package_ids[self.name]))
+
+    @strawberry.field(
+        description="Spack-style one-line spec; pasted into `query:`, it matches this spec."
+    )
+    def format(self) -> str:
+        return format_spec(self._data)
+
+    @strawberry.field(
+        description="Where Spack fetches this binary's spec metadata: the v2 spec file, the "
+        "v3 spec manifest or the OCI image (http(s), s3:// or oci:// as the cache was "
+        "indexed); null for pages and caches indexed from a local path."
+    )
+    def spec_file_url(self, info: Info[Context, None]) -> str | None:
+        return spec_binary_urls(info.context.store.manifest.get("mirrors"), self._data)[0]
+
+    @strawberry.field(
+        description="Where Spack fetches this binary's tarball (v2: the .spack file; OCI: the "
+        "image, whose layer it is); null where unknown: pages, local caches, layout v3 "
+        "(its spec manifest names the tarball by checksum)."
+    )
+    def tarball_url(self, info: Info[Context, None]) -> str | None:
+        return spec_binary_urls(info.context.store.manifest.get("mirrors"), self._data)[1]
+
+    @strawberry.field(
+        description="Direct dependencies, optionally only those of the given deptypes "
+        '("build", "link", "run", "test"); null when the source records none (pages).'
+    )
+    def dependencies(self, deptype: list[str] | None = None) -> list[Dependency] | None:
+        found = self._batch.dependencies(self._row)
+        if found is None:
+            return None
+        wanted = set(deptype or ())
+        return [
+            Dependency(
+                name=d.name,
+                hash=d.hash,
+                version=d.version,
+                deptypes=list(d.deptypes),
+                virtuals=list(d.virtuals),
+                _row=d.row,
+                _batch=self._batch,
+            )
+            for d in found
+            if not wanted or wanted.intersection(d.deptypes)
+        ]
+
+    @strawberry.field(description="The binaries of the tag with a direct dependency on this spec.")
+    def dependents(
+        self,
+        info: Info[Context, None],
+        filter: SpecFilterArg = None,
+        first: int | None = DEFAULT_FIRST,
+        after: str | None = None,
+    ) -> SpecConnection:
+        scope = Scope.dependents(self.hash)
+        return spec_connection(info.context, self.tag, scope, filter, None, None, first, after)
+
+
+@strawberry.type(description="A direct dependency of a spec (an edge of its DAG).")
+class Dependency:
+    name: str
+    hash: str
+    version: str | None = strawberry.field(
+        description="null when the index does not record the node this edge points to."
+    )
+    deptypes: list[str]
+    virtuals: list[str] = strawberry.field(
+        description='What it provides to the spec, e.g. ["c", "cxx"] for a compiler.'
+    )
+    _row: strawberry.Private[int | None]
+    _batch: strawberry.Private[SpecBatch]
+
+    @strawberry.field(description="The binary with this hash in the tag; null when it has none.")
+    def spec(self) -> Spec | None:
+        return None if self._row is None else self._batch.dependency_spec(self._row)
+
+
+class SpecBatch:
+    """Specs answered together (a page, or the dependencies of a page): their dependencies,
+    and those dependencies' specs, are read once for all of them, not spec by spec."""
+
+    def __init__(self, snapshot: Snapshot, rows: list[int]) -> None:
+        self.snapshot = snapshot
+        self.rows = rows
+
+    @cached_property
+    def _dependencies(self) -> dict[int, list[DependencyData] | None]:
+        return dict(zip(self.rows, self.snapshot.dependencies(self.rows), strict=True))
+
+    def dependencies(self, row: int) -> list[DependencyData] | None:
+        return self._dependencies[row]
+
+    @cached_property
+    def _dependency_specs(self) -> dict[int, Spec]:
+        found = self._dependencies.values()
+        rows = sorted({d.row for edges in found for d in edges or () if d.row is not None})
+        return dict(zip(rows, spec_objects(self.snapshot, rows), strict=True))
+
+    def dependency_spec(self, row: int) -> Spec:
+        return self._dependency_specs[row]
+
+
+_INT_LIMIT = 2**31
+
+
+def spec_objects(snapshot: Snapshot, rows: list[int]) -> list[Spec]:
+    """The API's Spec objects for `rows`, read in one go and sharing one batch."""
+    batch = SpecBatch(snapshot, rows)
+    return [
+        _spec_object(record, row, batch)
+        for row, record in zip(rows, snapshot.specs(rows), strict=True)
+    ]
+
+
+def _spec_object(data: SpecRecord, row: int, batch: SpecBatch) -> Spec:
+    return Spec(
+        hash=data.hash,
+        short_hash=data.hash[:SHORT_HASH_LENGTH],
+        name=data.package,
+        tag=data.tag,
+        version=data.version,
+        versions=list(data.versions),
+        compiler=_compiler(data.compiler),
+        os=data.os,
+        platform=data.platform,
+        target=data.target,
+        variants=[_variant(v) for v in data.variants],
+        stacks=list(data.stacks),
+        size=data.size if data.size is None or data.size < _INT_LIMIT else None,
+        size_bytes=None if data.size is None else float(data.size),
+        tarball=data.tarball,
+        namespace=data.namespace or None,
+        _data=data,
+        _row=row,
+        _batch=batch,
+    )
+
+
+def package_object(context: Context, data: PackageData) -> Package:
+    """The Package of this request for `data`: built once, shared by every spec."""
+    key = ("package", data.tag, data.id)
+    package = context.cache.get(key)
+    if package is None:
+        package = context.cache[key] = Package(name=data.name, tag=data.tag, _data=data)
+    return package
+
+
+@strawberry.type
+class Package:
+    name: str
+    tag: str
+    _data: strawberry.Private[PackageData]
+
+    @strawberry.field(description="Distinct, newest first (Spack version order).")
+    def versions(self) -> list[str]:
+        return self._data.versions
+
+    @strawberry.field(description='Normalized "gcc@13.2.0", "none"; sorted.')
+    def compilers(self) -> list[str]:
+        return self._data.distinct("compiler")
+
+    @strawberry.field
+    def oss(self) -> list[str]:
+        return self._data.distinct("os")
+
+    @strawberry.field
+    def platforms(self) -> list[str]:
+        return self._data.distinct("platform")
+
+    @strawberry.field
+    def targets(self) -> list[str]:
+        return self._data.distinct("target")
+
+    @strawberry.field(description="Sorted.")
+    def stacks(self) -> list[str]:
+        return self._data.stacks
+
+    @strawberry.field
+    def num_specs(self) -> int:
+        return self._data.num_specs
+
+    @strawberry.field(description="Sorted by stack name.")
+    def num_specs_by_stack(self) -> list[StackCount]:
+        return [StackCount(stack=s, count=c) for s, c in self._data.num_specs_by_stack]
+
+    @strawberry.field
+    def specs(
+        self,
+        info: Info[Context, None],
+        filter: SpecFilterArg = None,
+        query: str | None = None,
+        search: str | None = None,
+        first: int | None = DEFAULT_FIRST,
+        after: str | None = None,
+    ) -> SpecConnection:
+        return spec_connection(
+            info.context, self.tag, Scope.package(self.name), filter, query, search, first, after
+        )
+
+
+@strawberry.type
+class SpecEdge:
+    cursor: str
+    node: Spec
+
+
+@strawberry.type
+class SpecConnection:
+    total_count: int
+    page_info: PageInfo
+    edges: list[SpecEdge]
+    nodes: list[Spec]
+    facets: SpecFacets = strawberry.field(
+        description="Counts over the whole matching set (not just this page)."
+    )
+    missing: list[str] = strawberry.field(
+        default_factory=list,
+        description="The full hashes of the filter's `hash` (`eq`, `in`) that match no spec "
+        "of this connection, in the order asked; empty without a `hash` filter.",
+    )
+
+
+def spec_connection(
+    context: Context,
+    tag: str | None,
+    scope: Scope | None,
+    filter: SpecFilter | None,
+    query: str | None,
+    search: str | None,
+    first: int | None,
+    after: str | None,
+) -> SpecConnection:
+    """Evaluate a specs field and cut out the page asked for."""
+    store = context.store
+    snapshot = store.snapshot(tag)
+    criteria = spec_criteria(filter)
+    rows = find_specs(snapshot, criteria, query=query, search=search, scope=scope)
+    key = fingerprint(store.build_id, snapshot.tag, "specs", scope, criteria, query, search)
+    connection = spec_page(context, snapshot, rows, key, first, after)
+    asked = asked_hashes(filter)
+    if asked:
+        connection.missing = missing_hashes(snapshot, asked, rows)
+    return connection
+
+
+def spec_page(
+    context: Context, snapshot: Snapshot, rows: Rows, key: str, first: int | None, after: str | None
+) -> SpecConnection:
+    """The page asked for of a result of spec `rows`, for the query named `key`."""
+    page = window(key, len(rows), first, after, context.max_first)
+    nodes = spec_objects(snapshot, rows[page.start : page.stop].tolist())
+    return SpecConnection(
+        total_count=page.total,
+        page_info=page_info(page),
+        edges=[SpecEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)],
+        nodes=nodes,
+        facets=SpecFacets(_facets=Facets(snapshot, rows)),
+    )
