@@ -107,8 +107,7 @@ def add_index_command(commands: Any) -> None:
         "--publish",
         metavar="s3://BUCKET/PREFIX",
         help="after publishing at --out, ship the build to this store and point it there: "
-        "every `cachegql serve --index s3://BUCKET/PREFIX` moves to it (README: Running "
-        "several replicas)",
+        "every `cachegql serve --index s3://BUCKET/PREFIX` moves to it (docs/serving/replicas.md)",
     )
     add_s3_endpoint(index)
     _add_source_limits(index)
@@ -120,7 +119,7 @@ def _add_source_limits(index: argparse.ArgumentParser) -> None:
     from cachegql.index import LIMITS, SourceLimits, shown
 
     group = index.add_argument_group(
-        "source limits", "what one source may cost (README: Index a Spack mirror)"
+        "source limits", "what one source may cost (docs/indexing/remote.md)"
     )
     defaults = SourceLimits()
     for limit in LIMITS:

@@ -128,7 +128,7 @@ def add_serve_command(commands: Any) -> None:
         metavar="SECONDS",
         help="how often to look for a newly published index; 0 turns it off (default 2)",
     )
-    limits = serve.add_argument_group("limits", "what one request may ask (README: Limits)")
+    limits = serve.add_argument_group("limits", "what one request may ask (docs/serving/limits.md)")
     for name, kind, metavar, text in _LIMIT_FLAGS:
         flag = "--" + name.replace("_", "-")
         limits.add_argument(flag, type=kind, default=None, metavar=metavar, help=text)

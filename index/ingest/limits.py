@@ -3,8 +3,9 @@
 Every source read from the network is somebody else's file: it may be endless, trickle,
 decompress to a thousand times its size or name a hundred thousand more sources. Each
 bound below turns such a source into one problem line that names it and the limit, while
-the rest still loads. `cachegql index` derives its flags from `LIMITS`, docs/indexing/remote.md lists
-them from the same table, and the readers (server/fetch.py for http(s)) enforce them.
+the rest still loads. `cachegql index` derives its flags from `LIMITS`,
+docs/indexing/remote.md lists them from the same table, and the readers (server/fetch.py
+for http(s)) enforce them.
 """
 
 from __future__ import annotations
