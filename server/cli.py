@@ -185,6 +185,12 @@ def _parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="fail on the first problem instead of reporting it"
     )
     index.add_argument(
+        "--full",
+        action="store_true",
+        help="read every source again; by default a tag whose build caches did not change "
+        "since the build at --out is taken from it (docs/indexing-incremental.md)",
+    )
+    index.add_argument(
         "--lock-timeout",
         type=float,
         default=600.0,
@@ -474,6 +480,7 @@ def _index(args: argparse.Namespace) -> int:
                 on_progress=progress,
                 lock_timeout=args.lock_timeout,
                 on_wait=None if args.quiet else _tell,
+                full=args.full,
             )
     except StrictModeError as exc:
         print(f"error (--strict): {exc.problem}; nothing was published", file=sys.stderr)
