@@ -21,8 +21,10 @@ import pytest
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import IndexStore, build_index
 from cachegql.index.build import BuildReport
+from cachegql.server.fetch import HttpReader
 from tests import oracle_queries as oq
 from tests.conftest import CLI, PAGES, serving
+from tests.http_fixture import MirrorHTTPServer
 
 TAGS = ("develop", "v0.22", "v0.23")
 STACKS = 3  # besides root: each tag's listing names 4 indexes
@@ -126,7 +128,10 @@ def _answers(out: Path, *, filters: bool = False) -> list[bytes]:
 
 def _same_as_full(sources: Path, incremental: BuildReport, tmp_path: Path, **kw: Any) -> None:
     """The incremental build holds the files and gives the answers of a full build."""
-    full = _build(sources, tmp_path / "full", full=True)
+    _same(incremental, _build(sources, tmp_path / "full", full=True), **kw)
+
+
+def _same(incremental: BuildReport, full: BuildReport, **kw: Any) -> None:
     assert full.reused == [] and full.compared == 0
     assert _files(incremental.folder) == _files(full.folder)
     mine, theirs = _manifest(incremental.folder), _manifest(full.folder)
@@ -288,3 +293,22 @@ def _stacks(out: Path, tag: str) -> list[str]:
     with serving(out) as client:
         stacks = client.data("query($t: String) { stacks(tag: $t) { name } }", t=tag)["stacks"]
     return [s["name"] for s in stacks]
+
+
+def test_remote_sources_are_reused_by_revalidating_them(sources: Path, tmp_path: Path) -> None:
+    """Over http, an unchanged index costs a revalidation (304), not a download."""
+    out = tmp_path / "ix"
+    with MirrorHTTPServer(sources) as http, HttpReader(tmp_path / "fetch") as reader:
+        listing = http.url_for("listing.json")
+        build_index([listing], out, reader=reader)
+        http.clear_log()
+        again = build_index([listing], out, reader=reader)
+        assert again.reused == list(TAGS)
+        indexes = http.requests("/", method="GET")
+        assert {e.status for e in indexes if e.path.endswith("/index.json")} == {304}
+        assert sum(e.bytes_sent for e in indexes if e.path.endswith("/index.json")) == 0
+
+        _unlist_one_binary(_index_file(sources, "v0.23", _listing(sources)["v0.23"][1]["label"]))
+        after = build_index([listing], out, reader=reader)
+        assert after.reused == ["develop", "v0.22"]
+        _same(after, build_index([listing], tmp_path / "full", reader=reader, full=True))
