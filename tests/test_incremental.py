@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
-from cachegql.index import IndexStore, build_index
+from cachegql.index import IndexStore, StrictModeError, build_index
 from cachegql.index.build import BuildReport
 from cachegql.server.fetch import HttpReader
 from tests import oracle_queries as oq
@@ -312,3 +312,13 @@ def test_remote_sources_are_reused_by_revalidating_them(sources: Path, tmp_path:
         after = build_index([listing], out, reader=reader)
         assert after.reused == ["develop", "v0.22"]
         _same(after, build_index([listing], tmp_path / "full", reader=reader, full=True))
+
+
+def test_strict_fails_on_the_problems_of_a_reused_tag(sources: Path, tmp_path: Path) -> None:
+    """A reused tag tells its problems again, so --strict fails as a full build would."""
+    out = tmp_path / "ix"
+    first = _build(sources, out)
+    with pytest.raises(StrictModeError) as caught:
+        _build(sources, out, strict=True)
+    assert str(caught.value) == str(first.problems[0])
+    assert out.resolve() == first.folder  # nothing published
