@@ -8,23 +8,50 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from cachegql.index.binary_urls import public_base
 from cachegql.index.disk import publish
-from cachegql.index.disk.write import write_index
+from cachegql.index.disk.layout import FORMAT_VERSION
+from cachegql.index.disk.reuse import PreviousBuild, ReusedTag
+from cachegql.index.disk.verify import FileEntry
+from cachegql.index.disk.write import write_manifest, write_tag_folder
 from cachegql.index.ingest import (
     DEFAULT_STACK,
+    CacheRequest,
     Ingested,
     Opener,
     Reader,
     SourceLimits,
-    ingest_plan,
+    StrictModeError,
+    caches_by_tag,
+    ingest_caches,
+    ingest_pages,
     plan_sources,
 )
+from cachegql.index.ingest.identity import RecordingOpener, tag_fingerprint
+from cachegql.index.ingest.ingest import Plan
 from cachegql.index.records import Problem
 
-__all__ = ["BuildError", "BuildReport", "build_index"]
+__all__ = ["CODE_REVISION", "BuildError", "BuildReport", "build_index"]
+
+# Bump when a change of the code makes other files of the same sources (the ingest, the
+# writer): a tag written by older code is then never reused. The installed version is
+# part of the fingerprint too, but it does not change between two commits of a checkout.
+CODE_REVISION = 1
+
+
+def _installed_version() -> str:
+    try:
+        return version("cachegql")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+# Besides a tag's sources, what its files depend on (index/ingest/identity.py).
+FINGERPRINT_SALT = (FORMAT_VERSION, _installed_version(), CODE_REVISION)
 
 
 class BuildError(Exception):
@@ -47,6 +74,10 @@ class BuildReport:
     merged_duplicates: int = 0
     # The process's peak resident memory so far (the build's, when it runs the CLI).
     peak_rss_mb: int = 0
+    # The tags taken from the previous build unread, and how many tags it was asked for
+    # (those read from build caches only, when there was a previous build to ask).
+    reused: list[str] = field(default_factory=list)
+    compared: int = 0
 
     def summary(self) -> str:
         read = f"{self.pages} pages"
@@ -55,8 +86,15 @@ class BuildReport:
         return (
             f"indexed {read}, {self.specs} specs, {len(self.tags)} tags, "
             f"{len(self.problems)} problems in {self.seconds:.1f} s, peak RSS "
-            f"{self.peak_rss_mb} MB -> {self.out}"
+            f"{self.peak_rss_mb} MB{self._reuse()} -> {self.out}"
         )
+
+    def _reuse(self) -> str:
+        """`, reused 2 of 3 tags (develop, v0.22)`, when a previous build was asked."""
+        if not self.compared:
+            return ""
+        names = f" ({', '.join(self.reused)})" if self.reused else ""
+        return f", reused {len(self.reused)} of {len(self.tags)} tags{names}"
 
 
 def build_index(
@@ -71,6 +109,7 @@ def build_index(
     on_progress: Callable[[int, int], None] | None = None,
     lock_timeout: float = publish.LOCK_TIMEOUT,
     on_wait: Callable[[str], None] | None = None,
+    full: bool = False,
 ) -> BuildReport:
     """Build an index of `sources` and publish it at `out`; raise before publishing on failure.
 
@@ -79,82 +118,188 @@ def build_index(
     on listings and compressed blobs, for any source). One build of `out` runs at a time: this one
     waits up to `lock_timeout` seconds for another to end, telling `on_wait` first.
     Whether `out` can be written is checked before the sources are read.
+
+    Build caches are read, written and dropped one tag at a time, so that memory holds
+    one tag's records, not all of them. Unless `full`, a tag whose sources did not change
+    since the build at `out` (its fingerprint, see index/ingest/identity.py) is taken from
+    that build instead of being read again (index/disk/reuse.py).
     """
     with publish.staged(out, lock_timeout=lock_timeout, on_wait=on_wait) as staging:
         started = time.perf_counter()  # the build's own time, not its wait for the lock
-        ingested = _ingest(
-            sources,
-            strict=strict,
-            tag=tag,
-            stack=stack,
-            reader=reader,
-            limits=limits,
-            on_progress=on_progress,
-        )
-        folder = _write_and_publish(ingested, staging, sources)
+        previous = None if full else PreviousBuild.open(out)
+        opener = Opener(reader, limits)
+        plan = plan_sources(sources, opener=opener, tag=tag, stack=stack)
+        build = _TagBuild(staging.folder, previous, opener, strict, _counter(plan, on_progress))
+        try:
+            with collector_paused():
+                build.run(plan)
+            if not sum(build.specs.values()):
+                raise BuildError(_nothing_found(build.result, build.total))
+            _write_manifest(build, staging, sources)
+            folder = publish.publish(staging)
+        except OSError as exc:  # a full disk, a quota: `staged` removes what was written
+            raise publish.write_failed(staging, exc) from exc
+    result = build.result
     return BuildReport(
         out=out,
         folder=folder,
-        pages=ingested.pages,
-        caches=ingested.caches,
-        specs=ingested.specs,
-        tags={tag: len(table) for tag, table in sorted(ingested.tables.items())},
+        pages=result.pages,
+        caches=result.caches,
+        specs=sum(build.specs.values()),
+        tags=dict(sorted(build.specs.items())),
         seconds=time.perf_counter() - started,
-        problems=ingested.problems,
-        skipped=ingested.skipped,
-        merged_duplicates=ingested.merged_duplicates,
+        problems=result.problems,
+        skipped=result.skipped,
+        merged_duplicates=result.merged_duplicates,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        reused=build.reused,
+        compared=build.compared,
     )
 
 
-def _ingest(
-    sources: Sequence[str | Path],
-    *,
-    strict: bool,
-    tag: str | None,
-    stack: str,
-    reader: Reader | None,
-    limits: SourceLimits | None,
-    on_progress: Callable[[int, int], None] | None,
-) -> Ingested:
-    """Read the sources into records; raise BuildError if they hold no spec."""
-    opener = Opener(reader, limits)
-    plan = plan_sources(sources, opener=opener, tag=tag, stack=stack)
-    total = len(plan.candidates) + len(plan.caches)
-    done = 0
+class _Counter:
+    """Tells `on_progress` of each source read (or reused), out of the plan's total."""
 
-    def count(_: str) -> None:
-        nonlocal done
-        done += 1
-        if on_progress is not None:
-            on_progress(done, total)
+    def __init__(self, total: int, on_progress: Callable[[int, int], None] | None) -> None:
+        self.total, self.done, self.on_progress = total, 0, on_progress
 
-    with collector_paused():
-        ingested = ingest_plan(plan, opener=opener, strict=strict, on_source=count)
-    if not ingested.specs:
-        raise BuildError(_nothing_found(ingested, total))
-    return ingested
+    def __call__(self, _: str) -> None:
+        self.done += 1
+        if self.on_progress is not None:
+            self.on_progress(self.done, self.total)
 
 
-def _write_and_publish(
-    ingested: Ingested, staging: publish.Staging, sources: Sequence[str | Path]
-) -> Path:
-    """Write the build and publish it. A failed write (a full disk, a quota) is one
-    PublishError; `staged` then removes what was written, and `out` is untouched."""
-    try:
-        write_index(
-            ingested, staging.folder, staging.build_id, [public_base(str(s)) for s in sources]
+def _counter(plan: Plan, on_progress: Callable[[int, int], None] | None) -> _Counter:
+    return _Counter(len(plan.candidates) + len(plan.caches), on_progress)
+
+
+class _TagBuild:
+    """Writes a build's tags into its staging folder, one at a time, in name order (so
+    that `tags/<n>` numbers them as the manifest lists them), reusing unchanged ones."""
+
+    def __init__(
+        self,
+        folder: Path,
+        previous: PreviousBuild | None,
+        opener: Opener,
+        strict: bool,
+        count: _Counter,
+    ) -> None:
+        self.folder, self.previous, self.opener = folder, previous, opener
+        self.strict, self.count = strict, count
+        self.result = Ingested()
+        self.entries: list[dict[str, Any]] = []  # the manifest's `tags`
+        self.known: dict[str, FileEntry] = {}  # the reused files, checked already
+        self.specs: dict[str, int] = {}
+        self.reused: list[str] = []
+        self.compared = 0  # tags that a previous build was asked for
+
+    @property
+    def total(self) -> int:
+        return self.count.total
+
+    def run(self, plan: Plan) -> None:
+        self.result = ingest_pages(plan, strict=self.strict, on_source=self.count)
+        requests = caches_by_tag(plan)
+        for tag in sorted(set(self.result.tables) | set(requests)):
+            self._tag(tag, requests.get(tag, []))
+
+    def _tag(self, tag: str, requests: list[CacheRequest]) -> None:
+        # A tag with pages is always read again: its pages were, to learn their tag.
+        cached_only = bool(requests) and tag not in self.result.tables
+        folder = f"tags/{len(self.entries)}"
+        earlier = self.previous.fingerprint(tag) if self.previous and cached_only else None
+        if self.previous is not None and earlier is not None:
+            self.compared += 1
+            fingerprint = tag_fingerprint(tag, requests, self.opener, FINGERPRINT_SALT)
+            reused = None
+            if fingerprint == earlier:
+                reused = self.previous.reuse(tag, earlier, self.folder / folder)
+            if reused is not None:
+                for _ in requests:
+                    self.count("")
+                self._add_reused(reused, folder, earlier)
+                return
+        result = self.result
+        problems, caches, merged = len(result.problems), result.caches, result.merged_duplicates
+        # Its fingerprint from what is read, without reading anything twice.
+        recording = RecordingOpener(self.opener)
+        ingest_caches(
+            tag, requests, result, opener=recording, strict=self.strict, on_source=self.count
         )
-        return publish.publish(staging)
-    except OSError as exc:
-        raise publish.write_failed(staging, exc) from exc
+        table, graph = result.tables.pop(tag, None), result.graphs.pop(tag, None)
+        if table is None:
+            return  # none of its caches could be read: no tag
+        packages, specs = write_tag_folder(table, graph, self.folder / folder)
+        del table, graph
+        gc.collect()  # the tag's records go now, cycles too (the collector is paused)
+        fingerprint = None
+        if cached_only:
+            fingerprint = tag_fingerprint(tag, requests, recording, FINGERPRINT_SALT)
+        self._add_entry(
+            tag,
+            folder,
+            packages=packages,
+            specs=specs,
+            fingerprint=fingerprint,
+            caches=result.caches - caches,
+            merged_duplicates=result.merged_duplicates - merged,
+            problems=[[p.path, p.message] for p in result.problems[problems:]],
+        )
+
+    def _add_reused(self, reused: ReusedTag, folder: str, fingerprint: str) -> None:
+        result = self.result
+        for problem in reused.problems:
+            if self.strict:
+                raise StrictModeError(problem)
+            result.problems.append(problem)
+        result.caches += reused.caches
+        result.merged_duplicates += reused.merged_duplicates
+        if reused.mirrors:
+            result.mirrors[reused.name] = reused.mirrors
+        for name, file in reused.files.items():
+            self.known[f"{folder}/{name}"] = file
+        self.reused.append(reused.name)
+        self._add_entry(
+            reused.name,
+            folder,
+            packages=reused.packages,
+            specs=reused.specs,
+            fingerprint=fingerprint,
+            caches=reused.caches,
+            merged_duplicates=reused.merged_duplicates,
+            problems=[[p.path, p.message] for p in reused.problems],
+        )
+
+    def _add_entry(self, tag: str, folder: str, **fields: Any) -> None:
+        self.entries.append({"name": tag, "folder": folder, **fields})
+        self.specs[tag] = fields["specs"]
+
+
+def _write_manifest(
+    build: _TagBuild, staging: publish.Staging, sources: Sequence[str | Path]
+) -> None:
+    result = build.result
+    write_manifest(
+        staging.folder,
+        build.known,
+        build_id=staging.build_id,
+        sources=[public_base(str(s)) for s in sources],
+        tags=build.entries,
+        pages=result.pages,
+        caches=result.caches,
+        specs=sum(build.specs.values()),
+        problems=[str(p) for p in result.problems],
+        mirrors=result.mirrors,
+    )
 
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Pause Python's cycle collector while the ingest allocates millions of objects
-    that all live until the build ends: scanning them again and again made reading a
-    large index five times slower (28 MB/s of JSON instead of 160)."""
+    that all live until their tag is written: scanning them again and again made reading
+    a large index five times slower (28 MB/s of JSON instead of 160). A tag's objects are
+    collected once, after it is written (`_TagBuild`)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -89,6 +89,12 @@ def add_index_command(commands: Any) -> None:
         "--strict", action="store_true", help="fail on the first problem instead of reporting it"
     )
     index.add_argument(
+        "--full",
+        action="store_true",
+        help="read every source again; by default a tag whose build caches did not change "
+        "since the build at --out is taken from it (docs/indexing/incremental.md)",
+    )
+    index.add_argument(
         "--lock-timeout",
         type=float,
         default=600.0,
@@ -211,6 +217,7 @@ def _index(args: argparse.Namespace) -> int:
                 on_progress=progress,
                 lock_timeout=args.lock_timeout,
                 on_wait=None if args.quiet else _tell,
+                full=args.full,
             )
     except StrictModeError as exc:
         print(f"error (--strict): {exc.problem}; nothing was published", file=sys.stderr)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,63 +31,75 @@ from cachegql.index.disk.layout import (
     file_checksum,
     text_schema,
 )
+from cachegql.index.disk.verify import FileEntry
 from cachegql.index.fields import BUCKET_FIELDS, SPEC_FIELDS
-from cachegql.index.ingest import Ingested, TagTable
+from cachegql.index.ingest import TagGraph, TagTable
 from cachegql.index.spack.compilers import Compiler
 from cachegql.index.spack.variants import Variant
 from cachegql.index.spack.versions import sort_versions
 
-__all__ = ["write_index"]
+__all__ = ["file_table", "write_manifest", "write_tag", "write_tag_folder"]
 
 
-@dataclass(frozen=True)
-class TagSummary:
-    name: str
-    folder: str
-    packages: int
-    specs: int
+def write_tag_folder(table: TagTable, graph: TagGraph | None, folder: Path) -> tuple[int, int]:
+    """Write one tag into the new `folder`: its columns and text index, and with a DAG
+    (`graph`, finished) the nodes that are not its binaries and the edges. Return its
+    numbers of packages and specs."""
+    folder.mkdir(parents=True)
+    written = write_tag(table, folder)
+    if graph is not None and graph.extras is not None:
+        (folder / NODES_FOLDER).mkdir()
+        nodes = write_tag(graph.extras, folder / NODES_FOLDER, text=False)
+        names = written.names + nodes.names
+        write_dag(folder, graph.edges, written.hashes, nodes.hashes, names)
+    return written.packages, len(written.hashes)
 
 
-def write_index(ingested: Ingested, folder: Path, build_id: str, sources: list[str]) -> None:
-    """Write a complete index for `ingested` into the empty `folder`."""
-    summaries = []
-    for number, tag in enumerate(sorted(ingested.tables)):
-        tag_folder = folder / "tags" / str(number)
-        tag_folder.mkdir(parents=True)
-        written = write_tag(ingested.tables[tag], tag_folder)
-        graph = ingested.graphs.get(tag)
-        if graph is not None and graph.extras is not None:
-            (tag_folder / NODES_FOLDER).mkdir()
-            nodes = write_tag(graph.extras, tag_folder / NODES_FOLDER, text=False)
-            names = written.names + nodes.names
-            write_dag(tag_folder, graph.edges, written.hashes, nodes.hashes, names)
-        summaries.append(TagSummary(tag, f"tags/{number}", written.packages, len(written.hashes)))
+def write_manifest(
+    folder: Path,
+    known: Mapping[str, FileEntry],
+    *,
+    build_id: str,
+    sources: list[str],
+    tags: list[dict[str, Any]],
+    pages: int,
+    caches: int,
+    specs: int,
+    problems: list[str],
+    mirrors: dict[str, Any],
+) -> None:
+    """Write the manifest of the build in `folder`, last: every other file with its size
+    and checksum, those of `known` files (reused, already checked) as they are given."""
     manifest = {
         "format": FORMAT_VERSION,
         "build_id": build_id,
         "sources": sources,
-        "tags": [asdict(s) for s in summaries],
-        "pages": ingested.pages,
-        "caches": ingested.caches,
-        "specs": ingested.specs,
-        "problems": [str(p) for p in ingested.problems],
-        "mirrors": ingested.mirrors,  # optional: an index without it has no binary URLs
+        "tags": tags,
+        "pages": pages,
+        "caches": caches,
+        "specs": specs,
+        "problems": problems,
+        "mirrors": mirrors,  # optional: an index without it has no binary URLs
         "checksum": CHECKSUM,
-        "files": file_table(folder),
+        "files": file_table(folder, known),
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
-def file_table(folder: Path) -> dict[str, dict[str, Any]]:
-    """Every file under `folder` (by its path relative to it, with `/`): size and checksum."""
+def file_table(
+    folder: Path, known: Mapping[str, FileEntry] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Every file under `folder` (by its path relative to it, with `/`): size and checksum,
+    read from the file unless `known` gives them."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p != folder / MANIFEST)
-    return {
-        path.relative_to(folder).as_posix(): {
-            "size": path.stat().st_size,
-            CHECKSUM: file_checksum(path),
-        }
-        for path in files
-    }
+    table = {}
+    for path in files:
+        name = path.relative_to(folder).as_posix()
+        entry = (known or {}).get(name)
+        if entry is None:
+            entry = FileEntry(path.stat().st_size, file_checksum(path))
+        table[name] = {"size": entry.size, CHECKSUM: entry.checksum}
+    return table
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,14 @@
 from cachegql.index.ingest.inflate import GZIP_OR_ZLIB, Inflater
 from cachegql.index.ingest.ingest import (
     DEFAULT_STACK,
+    CacheRequest,
     Ingested,
     StrictModeError,
     TagGraph,
+    caches_by_tag,
     ingest,
+    ingest_caches,
+    ingest_pages,
     ingest_plan,
     plan_sources,
 )
@@ -31,6 +35,7 @@ __all__ = [
     "LIMITS",
     "NETWORK_SCHEMES",
     "OCI_INDEX_TAG",
+    "CacheRequest",
     "Candidate",
     "Inflater",
     "Ingested",
@@ -49,7 +54,10 @@ __all__ = [
     "StrictModeError",
     "TagGraph",
     "TagTable",
+    "caches_by_tag",
     "ingest",
+    "ingest_caches",
+    "ingest_pages",
     "ingest_plan",
     "iter_candidates",
     "over_limit",

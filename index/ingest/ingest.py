@@ -60,7 +60,11 @@ __all__ = [
     "Plan",
     "StrictModeError",
     "TagGraph",
+    "caches_by_tag",
     "ingest",
+    "ingest_caches",
+    "ingest_pages",
+    "ingest_plan",
     "plan_sources",
 ]
 
@@ -352,13 +356,28 @@ def ingest_plan(
     strict: bool = False,
     on_source: Callable[[str], None] | None = None,
 ) -> Ingested:
+    """Read a whole plan: its pages, then the build caches of each tag in turn."""
+    result = ingest_pages(plan, strict=strict, on_source=on_source)
+    for tag, requests in sorted(caches_by_tag(plan).items()):
+        ingest_caches(tag, requests, result, opener=opener, strict=strict, on_source=on_source)
+    return result
+
+
+def caches_by_tag(plan: Plan) -> dict[str, list[CacheRequest]]:
+    """The build caches of the plan grouped by tag, each tag's in the plan's order."""
+    grouped: dict[str, list[CacheRequest]] = {}
+    for request in plan.caches:
+        grouped.setdefault(request.tag, []).append(request)
+    return grouped
+
+
+def ingest_pages(
+    plan: Plan, *, strict: bool = False, on_source: Callable[[str], None] | None = None
+) -> Ingested:
+    """The plan's own problems and its pages, into a new `Ingested`. Pages stay whole:
+    a page's tag is known only once it is read, and pages are small next to caches."""
     result = Ingested()
-
-    def report(problem: Problem) -> None:
-        if strict:
-            raise StrictModeError(problem)
-        result.problems.append(problem)
-
+    report = _reporter(result, strict)
     for problem in plan.problems:
         report(problem)
     for candidate in plan.candidates:
@@ -367,7 +386,22 @@ def ingest_plan(
         page = _read(candidate, result, report)
         if page is not None:
             _add_page(page, result, report)
-    for request in plan.caches:
+    return result
+
+
+def ingest_caches(
+    tag: str,
+    requests: Sequence[CacheRequest],
+    result: Ingested,
+    *,
+    opener: Opener,
+    strict: bool = False,
+    on_source: Callable[[str], None] | None = None,
+) -> None:
+    """Read the build caches of one tag into `result` (its table and DAG), so that a
+    build can write that tag and drop it before reading the next one."""
+    report = _reporter(result, strict)
+    for request in requests:
         if on_source is not None:
             on_source(str(request.location))
         with opener.source():
@@ -377,18 +411,27 @@ def ingest_plan(
         result.caches += 1
         result.sources.append(public_base(data.source))
         if data.base is not None and data.layout is not None and request.location.is_url:
-            mirrors = result.mirrors.setdefault(request.tag, {})
+            mirrors = result.mirrors.setdefault(tag, {})
             for label in data.stacks:
                 mirrors.setdefault(label, (public_base(data.base), data.layout))
         for problem in (*data.problems, *data.database.problems):
             report(problem)
-        graph = result.graphs.get(request.tag)
+        graph = result.graphs.get(tag)
         if graph is None:
-            graph = result.graphs[request.tag] = TagGraph(request.tag)
+            graph = result.graphs[tag] = TagGraph(tag)
         graph.add(data)
-    for graph in result.graphs.values():
+    graph = result.graphs.get(tag)
+    if graph is not None:
         _add_graph(graph, result, report)
-    return result
+
+
+def _reporter(result: Ingested, strict: bool) -> Callable[[Problem], None]:
+    def report(problem: Problem) -> None:
+        if strict:
+            raise StrictModeError(problem)
+        result.problems.append(problem)
+
+    return report
 
 
 def _read_cache(

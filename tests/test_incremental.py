@@ -1,0 +1,324 @@
+"""Incremental re-index (docs/indexing/incremental.md): a build given the previous one at
+`--out` takes the tags whose build caches did not change from it, reads the rest, and
+answers exactly as a full build of the same sources does.
+
+Real generated build caches (three tags of `cachegql demo-data --mirror`'s generator, a
+listing of their stacks), real builds on disk, the real app answering over HTTP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from cachegql.demo import MirrorConfig, write_mirror
+from cachegql.index import IndexStore, StrictModeError, build_index
+from cachegql.index.build import BuildReport
+from cachegql.server.fetch import HttpReader
+from tests import oracle_queries as oq
+from tests.conftest import CLI, PAGES, serving
+from tests.http_fixture import MirrorHTTPServer
+
+TAGS = ("develop", "v0.22", "v0.23")
+STACKS = 3  # besides root: each tag's listing names 4 indexes
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three tags of build caches and a listing of them all (`listing.json`)."""
+    root = tmp_path_factory.mktemp("incremental-sources")
+    listing: dict[str, list[dict[str, str]]] = {}
+    for seed, tag in enumerate(TAGS, start=20):
+        config = MirrorConfig(specs=150, packages=25, stacks=STACKS, seed=seed, tag=tag)
+        summary = write_mirror(config, root / tag)
+        entries = json.loads(summary.listing.read_text())[tag]
+        listing[tag] = [{"label": e["label"], "url": f"{tag}/{e['url']}"} for e in entries]
+    _write_listing(root, listing)
+    return root
+
+
+@pytest.fixture
+def sources(generated: Path, tmp_path: Path) -> Path:
+    """A copy of the generated sources that the test may change."""
+    return Path(shutil.copytree(generated, tmp_path / "src"))
+
+
+def _listing(sources: Path) -> dict[str, list[dict[str, str]]]:
+    listing: dict[str, list[dict[str, str]]] = json.loads((sources / "listing.json").read_text())
+    return listing
+
+
+def _write_listing(sources: Path, listing: dict[str, list[dict[str, str]]]) -> None:
+    (sources / "listing.json").write_text(json.dumps(listing, indent=1))
+
+
+def _index_file(sources: Path, tag: str, label: str) -> Path:
+    return sources / tag / "stacks" / label / "build_cache" / "index.json"
+
+
+def _unlist_one_binary(index_file: Path) -> str:
+    """Take one binary out of an index (it stays a node, no longer in the build cache);
+    return its hash."""
+    document = orjson.loads(index_file.read_bytes())
+    installs = document["database"]["installs"]
+    digest = next(h for h, record in sorted(installs.items()) if record["in_buildcache"])
+    installs[digest]["in_buildcache"] = False
+    data = orjson.dumps(document)
+    index_file.write_bytes(data)
+    index_file.with_name("index.json.hash").write_text(hashlib.sha256(data).hexdigest())
+    return str(digest)
+
+
+def _build(sources: Path, out: Path, **options: Any) -> BuildReport:
+    return build_index([sources / "listing.json"], out, **options)
+
+
+def _files(build: Path) -> dict[str, bytes]:
+    """Every file of a build but its manifest and its text indexes (whoosh names its
+    segments at random): the bytes must be the same whichever way the build was made."""
+    return {
+        path.relative_to(build).as_posix(): path.read_bytes()
+        for path in sorted(build.rglob("*"))
+        if path.is_file() and path.name != "manifest.json" and "text" not in path.parts
+    }
+
+
+def _manifest(build: Path) -> dict[str, Any]:
+    manifest: dict[str, Any] = json.loads((build / "manifest.json").read_text())
+    return manifest
+
+
+_TAG_QUERY = """query($tag: String) {
+  stacks(tag: $tag) { name numSpecs numPackages }
+  specs(tag: $tag, first: 1000) {
+    totalCount
+    edges { node { hash name version os platform target stacks format namespace sizeBytes
+      compiler { name version } dependencies { name hash deptypes }
+      dependents { totalCount nodes { hash } } } } }
+  search: specs(tag: $tag, search: "py lib", first: 20) { totalCount nodes { hash } }
+}"""
+
+_FILTERS = """query($tag: String, $spec: SpecFilter) {
+  specs(tag: $tag, filter: $spec, first: 50) {
+    totalCount nodes { hash name stacks } facets { packages { value count } } } }"""
+
+
+def _answers(out: Path, *, filters: bool = False) -> list[bytes]:
+    """The answers of the real app serving `out` to a set of queries of every tag."""
+    answers = []
+    with serving(out, max_first=1000) as client:
+        tags = [t["name"] for t in client.data("{ tags { name } }")["tags"]]
+        answers.append(orjson.dumps(tags))
+        for tag in tags:
+            answers.append(orjson.dumps(client.data(_TAG_QUERY, tag=tag)))
+            if filters:
+                answers.extend(
+                    orjson.dumps(client(_FILTERS, tag=tag, spec=case.filter))
+                    for case in oq.SPEC_FILTERS
+                )
+    return answers
+
+
+def _same_as_full(sources: Path, incremental: BuildReport, tmp_path: Path, **kw: Any) -> None:
+    """The incremental build holds the files and gives the answers of a full build."""
+    _same(incremental, _build(sources, tmp_path / "full", full=True), **kw)
+
+
+def _same(incremental: BuildReport, full: BuildReport, **kw: Any) -> None:
+    assert full.reused == [] and full.compared == 0
+    assert _files(incremental.folder) == _files(full.folder)
+    mine, theirs = _manifest(incremental.folder), _manifest(full.folder)
+    for manifest in (mine, theirs):
+        manifest.pop("build_id")
+        # The text indexes' files are named at random: their checksums differ.
+        manifest["files"] = {n: f for n, f in manifest["files"].items() if "/text/" not in n}
+    assert mine == theirs
+    assert _answers(incremental.out, **kw) == _answers(full.out, **kw)
+
+
+def test_unchanged_sources_reuse_every_tag(sources: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ix"
+    first = _build(sources, out)
+    assert first.compared == 0 and "reused" not in first.summary()
+    again = _build(sources, out)
+    assert again.reused == list(TAGS) and again.compared == 3
+    assert ", reused 3 of 3 tags (develop, v0.22, v0.23) -> " in again.summary()
+    assert again.tags == first.tags and again.caches == first.caches == 12
+    assert [str(p) for p in again.problems] == [str(p) for p in first.problems]
+    assert first.problems  # each tag's dangling edges: carried over with the tag
+    # Reused files are the previous build's, linked: the same inode, nothing rewritten.
+    dictionaries = "tags/1/dictionaries.json"
+    assert (again.folder / dictionaries).stat().st_ino == (
+        first.folder / dictionaries
+    ).stat().st_ino
+    assert IndexStore(out).build_id == again.folder.name  # verified, served
+    _same_as_full(sources, again, tmp_path, filters=True)
+
+
+def test_a_changed_stack_is_read_again(sources: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ix"
+    before = _build(sources, out)
+    label = _listing(sources)["v0.22"][2]["label"]
+    digest = _unlist_one_binary(_index_file(sources, "v0.22", label))
+    after = _build(sources, out)
+    assert after.reused == ["develop", "v0.23"]
+    assert ", reused 2 of 3 tags (develop, v0.23) -> " in after.summary()
+    assert after.tags == before.tags  # still a binary of root: only its stacks changed
+    with serving(out) as client:
+        spec = client.data(
+            'query($h: String!) { spec(hash: $h, tag: "v0.22") { stacks } }', h=digest
+        )
+    assert label not in spec["spec"]["stacks"]
+    _same_as_full(sources, after, tmp_path, filters=True)
+
+
+def test_a_removed_stack_is_picked_up(sources: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ix"
+    _build(sources, out)
+    listing = _listing(sources)
+    removed = listing["v0.23"].pop()["label"]
+    _write_listing(sources, listing)
+    after = _build(sources, out)
+    assert after.reused == ["develop", "v0.22"] and after.caches == 11
+    assert removed not in _stacks(out, "v0.23")
+    _same_as_full(sources, after, tmp_path)
+
+
+def test_an_added_stack_is_picked_up(sources: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ix"
+    _build(sources, out)
+    listing = _listing(sources)
+    # develop's root index, also listed in tag v0.22 as a new stack.
+    listing["v0.22"].append({"label": "borrowed", "url": listing["develop"][0]["url"]})
+    _write_listing(sources, listing)
+    after = _build(sources, out)
+    assert after.reused == ["develop", "v0.23"] and after.caches == 13
+    assert "borrowed" in _stacks(out, "v0.22")
+    _same_as_full(sources, after, tmp_path)
+
+
+def test_added_and_removed_tags_are_picked_up(sources: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ix"
+    _build(sources, out)
+    listing = _listing(sources)
+    listing["a-new-tag"] = listing.pop("develop")  # tags/0 now, before the reused ones
+    _write_listing(sources, listing)
+    after = _build(sources, out)
+    assert after.reused == ["v0.22", "v0.23"]
+    assert ", reused 2 of 3 tags (v0.22, v0.23) -> " in after.summary()
+    tags = _manifest(after.folder)["tags"]
+    assert [(t["name"], t["folder"]) for t in tags] == [
+        ("a-new-tag", "tags/0"),
+        ("v0.22", "tags/1"),
+        ("v0.23", "tags/2"),
+    ]
+    _same_as_full(sources, after, tmp_path)
+
+    del listing["v0.22"]  # the reused tags move to other folders
+    _write_listing(sources, listing)
+    fewer = _build(sources, out)
+    assert fewer.reused == ["a-new-tag", "v0.23"] and list(fewer.tags) == fewer.reused
+    _same_as_full(sources, fewer, tmp_path / "fewer")
+
+
+def test_a_damaged_previous_build_rebuilds_the_damaged_tag(sources: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ix"
+    before = _build(sources, out)
+    damaged = before.folder / "tags" / "1" / "hash.sorted.npy"
+    data = bytearray(damaged.read_bytes())
+    data[-1] ^= 0x01
+    damaged.write_bytes(bytes(data))  # same size: only its checksum tells
+    (before.folder / "tags" / "2" / "size.npy").unlink()
+    after = _build(sources, out)
+    assert after.reused == ["develop"]
+    assert IndexStore(out).build_id == after.folder.name  # verified: none of the damage
+    _same_as_full(sources, after, tmp_path)
+
+
+def test_an_unreadable_previous_manifest_means_a_full_build(sources: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ix"
+    before = _build(sources, out)
+    (before.folder / "manifest.json").write_text("{ not json")
+    after = _build(sources, out)
+    assert after.reused == [] and after.compared == 0
+    _same_as_full(sources, after, tmp_path)
+
+
+def test_a_changed_local_v3_mirror_is_read_again(generated: Path, tmp_path: Path) -> None:
+    """A lone v3 mirror is known by its index manifest, its views' manifests and its
+    spec manifests (which give the tarballs' sizes)."""
+    mirror = Path(shutil.copytree(generated / "develop" / "mirror", tmp_path / "mirror"))
+    out = tmp_path / "ix"
+    build_index([mirror], out, tag="develop")
+    assert build_index([mirror], out, tag="develop").reused == ["develop"]
+    spec_manifest = sorted((mirror / "v3" / "manifests" / "spec").glob("*/*.json"))[0]
+    spec_manifest.write_bytes(spec_manifest.read_bytes().replace(b'"contentLength"', b'"x"'))
+    after = build_index([mirror], out, tag="develop")
+    assert after.reused == [] and after.compared == 1
+    assert any("without a tarball size" in str(p) for p in after.problems)
+    assert build_index([mirror], out, tag="develop").reused == ["develop"]
+
+
+def test_pages_are_always_read(tmp_path: Path) -> None:
+    out = tmp_path / "ix"
+    build_index([PAGES], out)
+    again = build_index([PAGES], out)
+    assert again.reused == [] and again.compared == 0
+    assert "reused" not in again.summary()
+
+
+def test_the_cli_says_what_it_reused_and_full_reads_everything(
+    sources: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "ix"
+
+    def index(*flags: str) -> str:
+        command = [CLI, "index", str(sources / "listing.json"), "--out", str(out), "-q", *flags]
+        run = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+        return run.stdout.strip().splitlines()[-1]
+
+    assert "reused" not in index()
+    assert ", reused 3 of 3 tags (develop, v0.22, v0.23) -> " in index()
+    assert "reused" not in index("--full")
+
+
+def _stacks(out: Path, tag: str) -> list[str]:
+    with serving(out) as client:
+        stacks = client.data("query($t: String) { stacks(tag: $t) { name } }", t=tag)["stacks"]
+    return [s["name"] for s in stacks]
+
+
+def test_remote_sources_are_reused_by_revalidating_them(sources: Path, tmp_path: Path) -> None:
+    """Over http, an unchanged index costs a revalidation (304), not a download."""
+    out = tmp_path / "ix"
+    with MirrorHTTPServer(sources) as http, HttpReader(tmp_path / "fetch") as reader:
+        listing = http.url_for("listing.json")
+        build_index([listing], out, reader=reader)
+        http.clear_log()
+        again = build_index([listing], out, reader=reader)
+        assert again.reused == list(TAGS)
+        indexes = http.requests("/", method="GET")
+        assert {e.status for e in indexes if e.path.endswith("/index.json")} == {304}
+        assert sum(e.bytes_sent for e in indexes if e.path.endswith("/index.json")) == 0
+
+        _unlist_one_binary(_index_file(sources, "v0.23", _listing(sources)["v0.23"][1]["label"]))
+        after = build_index([listing], out, reader=reader)
+        assert after.reused == ["develop", "v0.22"]
+        _same(after, build_index([listing], tmp_path / "full", reader=reader, full=True))
+
+
+def test_strict_fails_on_the_problems_of_a_reused_tag(sources: Path, tmp_path: Path) -> None:
+    """A reused tag tells its problems again, so --strict fails as a full build would."""
+    out = tmp_path / "ix"
+    first = _build(sources, out)
+    with pytest.raises(StrictModeError) as caught:
+        _build(sources, out, strict=True)
+    assert str(caught.value) == str(first.problems[0])
+    assert out.resolve() == first.folder  # nothing published
