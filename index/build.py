@@ -32,7 +32,7 @@ from cachegql.index.ingest import (
     plan_sources,
 )
 from cachegql.index.ingest.identity import RecordingOpener, tag_fingerprint
-from cachegql.index.ingest.ingest import Plan
+from cachegql.index.ingest.recognise import Plan
 from cachegql.index.records import Problem
 
 __all__ = ["CODE_REVISION", "BuildError", "BuildReport", "build_index"]

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from cachegql.index.ingest.buildcache import MANIFEST, SPEC_FILE_SUFFIXES, V3_INDEX, V3_SPECS
 from cachegql.index.ingest.files import read_regular
-from cachegql.index.ingest.ingest import CacheRequest
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
+from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.spackdb import SourceFormatError
 
 __all__ = ["RecordingOpener", "cache_identity", "tag_fingerprint"]

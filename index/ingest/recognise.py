@@ -1,0 +1,212 @@
+"""Recognise sources by their content: the page files to try and the build caches to read.
+
+A source is a local path or a URL. A folder is a mirror root (layouts v2 and v3) or a folder
+walked for pages; a file is a spec file, a build-cache index, a listing of build caches by
+tag and stack, or a page; a URL is read once to tell which, and an unrecognised one is
+tried as a mirror root. A lone build cache takes its tag and stack from the caller.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import orjson
+
+from cachegql.index.ingest.buildcache import (
+    SPEC_FILE_SUFFIXES,
+    ListingEntry,
+    is_listing,
+    json_error,
+    read_listing,
+)
+from cachegql.index.ingest.files import read_head, read_regular, reason
+from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
+from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
+from cachegql.index.ingest.spackdb import SourceFormatError
+from cachegql.index.records import Problem
+
+__all__ = [
+    "DEFAULT_STACK",
+    "UTF8_BOM",
+    "CacheRequest",
+    "Plan",
+    "plan_sources",
+    "without_location",
+]
+
+# The stack of a lone build cache, as cache.spack.io labels its top-level mirror.
+DEFAULT_STACK = "root"
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True)
+class CacheRequest:
+    """A build cache to read for one tag and stack label."""
+
+    tag: str
+    label: str
+    location: Location
+    kind: Literal["index", "mirror", "spec-file", "cache"]
+    data: bytes | None = None  # already read while recognising the source
+
+
+@dataclass
+class Plan:
+    """The sources, recognised: page files to try and build caches to read."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    caches: list[CacheRequest] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def plan_sources(
+    sources: Sequence[str | Path],
+    *,
+    opener: Opener,
+    tag: str | None = None,
+    stack: str = DEFAULT_STACK,
+) -> Plan:
+    """Recognise each source by its content; raise SourceError for one that cannot be used."""
+    plan = Plan()
+    for source in sources:
+        location = Location.of(source)
+        if location.is_url:
+            _plan_url(location, plan, opener, tag, stack)
+        else:
+            _plan_path(location, plan, opener, tag, stack)
+    return plan
+
+
+def _plan_path(location: Location, plan: Plan, opener: Opener, tag: str | None, stack: str) -> None:
+    """A local source: a mirror folder, a file recognised by its start, or a folder of
+    pages; anything else (missing: SourceError; a pipe, a device, unreadable: a problem)
+    as `iter_candidates` tells it."""
+    path = location.path
+    mode = _mode(path)
+    if mode is not None and stat.S_ISDIR(mode) and _is_mirror_folder(path):
+        plan.caches.append(_lone(location, "mirror", tag, stack))
+    elif mode is not None and stat.S_ISREG(mode):
+        _plan_file(location, plan, opener, tag, stack)
+    else:
+        plan.candidates.extend(iter_candidates([path], plan.problems))
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return path.stat().st_mode
+    except OSError:
+        return None
+
+
+def _lone(
+    location: Location,
+    kind: Literal["index", "mirror", "spec-file", "cache"],
+    tag: str | None,
+    stack: str,
+    data: bytes | None = None,
+) -> CacheRequest:
+    if tag is None:
+        what = {"index": "index file", "mirror": "mirror", "spec-file": "spec file"}.get(kind, "")
+        raise SourceError(
+            f"{location} is a Spack build cache ({what}), which does not say which tag (snapshot) "
+            "its specs belong to: give it with --tag TAG (e.g. --tag develop), and its stack "
+            f"with --stack LABEL (default {DEFAULT_STACK})"
+        )
+    return CacheRequest(tag, stack, location, kind, data)
+
+
+def _is_mirror_folder(folder: Path) -> bool:
+    """A mirror root of layout v3 or v2, or a v2 `build_cache` folder itself.
+
+    A folder that cannot be listed is not one: walked for pages, it is reported there.
+    """
+    try:
+        return (
+            (folder / "v3" / "manifests" / "index").is_dir()
+            or (folder / "build_cache").is_dir()
+            or (folder / "index.json").is_file()
+            or any(p.name.endswith(SPEC_FILE_SUFFIXES) for p in folder.iterdir() if p.is_file())
+        )
+    except OSError:
+        return False
+
+
+def _plan_file(location: Location, plan: Plan, opener: Opener, tag: str | None, stack: str) -> None:
+    path = location.path
+    if path.name.endswith(SPEC_FILE_SUFFIXES):
+        plan.caches.append(_lone(location, "spec-file", tag, stack))
+        return
+    try:
+        head = read_head(path, 64).lstrip()
+        if head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
+            plan.caches.append(_lone(location, "spec-file", tag, stack))
+        elif head.startswith((b"{", b"[")):  # JSON: what it is takes reading it whole
+            _plan_json(location, read_regular(path), plan, opener, tag, stack)
+        else:
+            plan.candidates.append(Candidate(path, expected=True))
+    except OSError as exc:
+        plan.problems.append(Problem(str(location), f"cannot read ({reason(exc)}); skipped"))
+
+
+def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, stack: str) -> None:
+    try:
+        with opener.source():
+            data = opener.read(location)
+    except NotFoundError:
+        plan.caches.append(_lone(location, "mirror", tag, stack))  # a root: v3, then v2
+        return
+    except ReadError as exc:
+        plan.problems.append(Problem(str(location), without_location(str(location), str(exc))))
+        return
+    head = data[:64].removeprefix(UTF8_BOM).lstrip()
+    if head.startswith((b"{", b"[")):
+        _plan_json(location, data, plan, opener, tag, stack)
+    elif head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
+        plan.caches.append(_lone(location, "spec-file", tag, stack, data))
+    elif head.startswith(b"---"):
+        plan.candidates.append(Candidate(Path(location.text), expected=True, data=data))
+    else:  # an HTML folder listing, or anything else: try it as a mirror root
+        plan.caches.append(_lone(location, "mirror", tag, stack))
+
+
+def _plan_json(
+    location: Location, data: bytes, plan: Plan, opener: Opener, tag: str | None, stack: str
+) -> None:
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        plan.problems.append(Problem(str(location), json_error(exc)))
+        return
+    if isinstance(document, dict) and "database" in document:
+        plan.caches.append(_lone(location, "index", tag, stack, data))
+    elif isinstance(document, dict) and "spec" in document:
+        plan.caches.append(_lone(location, "spec-file", tag, stack, data))
+    elif is_listing(document):
+        try:
+            entries, problems = read_listing(data, location, opener.limits.max_listing_entries)
+        except SourceFormatError as exc:
+            plan.problems.append(Problem(str(location), str(exc)))
+            return
+        plan.problems.extend(problems)
+        plan.caches.extend(_entry(entry) for entry in entries)
+    else:
+        plan.problems.append(
+            Problem(
+                str(location),
+                "JSON that is neither a Spack build-cache index ('database'), a spec file "
+                "('spec') nor a cache listing ({tag: [{label, url}]}); skipped",
+            )
+        )
+
+
+def _entry(entry: ListingEntry) -> CacheRequest:
+    return CacheRequest(entry.tag, entry.label, entry.location, "cache")
+
+
+def without_location(location: str, message: str) -> str:
+    """A reader's message without the location it starts with, for a problem that names it."""
+    return message.removeprefix(f"{location}: ")

@@ -1,0 +1,82 @@
+"""The DAG of one tag, gathered from its build caches and finished into records and edges."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from cachegql.index.ingest.buildcache import CacheData
+from cachegql.index.ingest.spackdb import Database, Edge
+from cachegql.index.ingest.tables import TagTable
+from cachegql.index.records import SpecRecord
+from cachegql.index.spack.compilers import Compiler
+
+__all__ = ["TagGraph"]
+
+_UNKNOWN_COMPILER = Compiler(name="", version=None, raw="")
+
+
+@dataclass
+class TagGraph:
+    """The DAG of one tag from its build caches: every node, the binaries' stacks, sizes.
+
+    `finish` turns it into the nodes that are not binaries of the tag (`extras`: nodes
+    outside the cache, and dependencies the index lacks, known only by name and hash)
+    and the direct edges of every node.
+    """
+
+    tag: str
+    database: Database = field(default_factory=lambda: Database(source="", version=None))
+    stacks: dict[str, set[str]] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    extras: TagTable | None = None
+    edges: dict[str, tuple[Edge, ...]] = field(default_factory=dict)
+
+    def add(self, data: CacheData) -> None:
+        self.database.merge(data.database)
+        for label, hashes in data.stacks.items():
+            for digest in hashes:
+                self.stacks.setdefault(digest, set()).add(label)
+        self.sizes.update(data.sizes)
+
+    def binaries(self) -> Iterable[SpecRecord]:
+        database = self.database
+        for digest in sorted(self.stacks):
+            node = database.nodes[digest]
+            stacks = tuple(sorted(self.stacks[digest]))
+            size = self.sizes.get(digest)
+            yield node.record(self.tag, database.compiler_of(node), stacks, size)
+
+    def finish(self) -> list[Edge]:
+        """Fill `extras` and `edges`; return the edges to hashes no source knows."""
+        database = self.database
+        self.extras = TagTable(self.tag)
+        dangling: dict[str, Edge] = {}
+        for digest, node in sorted(database.nodes.items()):
+            self.edges[digest] = node.edges
+            for edge in node.edges:
+                if edge.hash not in database.nodes:
+                    dangling.setdefault(edge.hash, edge)
+            if digest not in self.stacks:
+                self.extras.add(node.record(self.tag, database.compiler_of(node), (), None), -1)
+        for _, edge in sorted(dangling.items()):
+            self.extras.add(_unknown_node(self.tag, edge), -1)
+        return list(dangling.values())
+
+
+def _unknown_node(tag: str, edge: Edge) -> SpecRecord:
+    """A node no source records: only its name and hash are known."""
+    return SpecRecord(
+        hash=edge.hash,
+        package=edge.name,
+        tag=tag,
+        versions=("",),
+        compiler=_UNKNOWN_COMPILER,
+        os="",
+        platform="",
+        target="",
+        variants=(),
+        stacks=(),
+        size=None,
+        tarball=None,
+    )
