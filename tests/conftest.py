@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -232,6 +234,25 @@ def corpus_build(
 def corpus_gql(corpus_build: BuildReport) -> Iterator[GraphQLClient]:
     with serving(corpus_build.out) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The documentation site built strictly (`make docs-build`) into a temporary folder."""
+    if importlib.util.find_spec("mkdocs") is None:
+        skip_unless_ci("mkdocs is not installed (`make .venv/.installed-dev` installs it)")
+    out = tmp_path_factory.mktemp("site")
+    run = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    return out
 
 
 @pytest.fixture(scope="module")

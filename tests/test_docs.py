@@ -15,9 +15,7 @@ several operations is run one operation at a time.
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -34,7 +32,7 @@ from cachegql.index import build_index
 from cachegql.schema import export_sdl
 from cachegql.schema.reference import coordinates, render_reference
 from cachegql.server.default_data import default_index
-from tests.conftest import CLI, GraphQLClient, serving, skip_unless_ci
+from tests.conftest import CLI, GraphQLClient, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -117,26 +115,9 @@ def _operations(block: Block) -> list[str]:
 # The site
 
 
-def _mkdocs_or_skip() -> None:
-    if importlib.util.find_spec("mkdocs") is None:
-        skip_unless_ci("mkdocs is not installed (`make .venv/.installed-dev` installs it)")
-
-
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    _mkdocs_or_skip()
-    out = tmp_path_factory.mktemp("site")
-    run = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    return out
+def site(docs_site: Path) -> Path:
+    return docs_site
 
 
 def test_the_site_builds_strictly_with_every_page(site: Path) -> None:

@@ -9,10 +9,6 @@ fails in a script.
 from __future__ import annotations
 
 import functools
-import importlib.util
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -22,9 +18,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.browser import open_tab, screenshots_root
-from tests.conftest import skip_unless_ci
 
-ROOT = Path(__file__).resolve().parents[1]
 SEARCH_MS = 30_000
 
 
@@ -34,22 +28,9 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def site_origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def site_origin(docs_site: Path) -> Iterator[str]:
     """The site built strictly into a temporary folder, served on 127.0.0.1 for the module."""
-    if importlib.util.find_spec("mkdocs") is None:
-        skip_unless_ci("mkdocs is not installed (`make .venv/.installed-dev` installs it)")
-    out = tmp_path_factory.mktemp("site")
-    run = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    handler = functools.partial(_QuietHandler, directory=str(out))
+    handler = functools.partial(_QuietHandler, directory=str(docs_site))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -92,9 +73,9 @@ def test_the_search_answers_from_the_sites_own_index(
     with open_tab(browser, site_origin, screenshots_root(request, tmp_path)) as tab:
         tab.page.goto(site_origin + "/", wait_until="load")
         tab.page.locator("label.md-search__icon, .md-search__input").first.click()
-        tab.page.locator("input.md-search__input").fill("incremental")
-        results = tab.page.locator(".md-search-result__list")
+        tab.page.locator("input.md-search__input").press_sequentially("incremental", delay=20)
         # The search's worker indexes the whole site first: seconds on a loaded machine.
+        results = tab.page.locator(".md-search-result__list")
         expect(results).to_contain_text("Incremental", timeout=SEARCH_MS)
         tab.screenshot("docs-search")
         tab.assert_clean()
