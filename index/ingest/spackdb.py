@@ -361,16 +361,16 @@ class _Memo:
     def __init__(self, aliases: Mapping[str, str] | None = None, keyed: bool = True) -> None:
         self.aliases: Mapping[str, str] = aliases or {}
         self.keyed = keyed
-        self.parameters: dict[str, _Parameters] = {}
-        self.edges: dict[str, Edge] = {}
+        self.parameters: dict[bytes, _Parameters] = {}
+        self.edges: dict[bytes, Edge] = {}
 
     def read_parameters(self, parameters: Any) -> _Parameters:
         key = _key(parameters) if self.keyed else None
-        found = self.parameters.get(key) if key is not None else None
+        if key is None:
+            return _parameters(parameters)
+        found = self.parameters.get(key)
         if found is None:
-            found = _parameters(parameters)
-            if key is not None:
-                self.parameters[key] = found
+            found = self.parameters[_kept(key)] = _parameters(parameters)
         return found
 
     def read_edges(self, dependencies: object) -> tuple[Edge, ...]:
@@ -382,29 +382,38 @@ class _Memo:
             items = dependencies
         else:
             raise ValueError("'dependencies' must be a list or an object")
-        edges, keyed = self.edges, self.keyed
+        aliases = self.aliases
+        if not self.keyed:
+            return tuple(_edge(item, aliases) for item in items)
+        # `_key` and `read_parameters`, inlined: this loop runs for every edge.
+        edges, dumps = self.edges, orjson.dumps
         result = []
         for item in items:
-            key = _key(item) if keyed else None
-            edge = edges.get(key) if key is not None else None
+            try:
+                key = dumps(item)
+            except orjson.JSONEncodeError:
+                result.append(_edge(item, aliases))
+                continue
+            edge = edges.get(key)
             if edge is None:
-                edge = _edge(item, self.aliases)
-                if key is not None:
-                    edges[key] = edge
+                edge = edges[_kept(key)] = _edge(item, aliases)
             result.append(edge)
         return tuple(result)
 
 
-def _key(value: object) -> str | None:
-    """The JSON text of a value parsed from JSON, as a memo key; None if it has none.
-
-    As a str: orjson's bytes keep a buffer of a kilobyte or more, which 120k kept keys
-    turned into 350 MB.
-    """
+def _key(value: object) -> bytes | None:
+    """The JSON text of a value parsed from JSON, as a memo key; None if it has none
+    (an integer of more than 64 bits)."""
     try:
-        return orjson.dumps(value).decode()
+        return orjson.dumps(value)
     except orjson.JSONEncodeError:
         return None
+
+
+def _kept(key: bytes) -> bytes:
+    """A copy of a key to keep: orjson's own bytes hold a 4 KB buffer each, which 120k
+    kept keys turned into 350 MB."""
+    return bytes(memoryview(key))
 
 
 def _node(raw: dict[str, Any], digest: str, in_buildcache: bool, memo: _Memo) -> Node:
