@@ -219,12 +219,12 @@ def _records(data: bytes, source: str, lazy: bool = False) -> tuple[int, Iterato
 
     def records() -> Iterator[tuple[str, Any]]:
         for match, end in zip(starts, ends, strict=True):
-            piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
-            if lazy:
-                flag = _IN_BUILDCACHE.search(piece)
+            if lazy:  # searched in place: copying each record's bytes cost more
+                flag = _IN_BUILDCACHE.search(data, match.end(), end)
                 if flag is not None:
                     yield match.group(1).decode(), flag.group(1) == b"true"
                     continue
+            piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
             try:
                 record = orjson.loads(piece)
             except orjson.JSONDecodeError as exc:
