@@ -59,7 +59,10 @@ _DB_MEDIA_TYPE = re.compile(r"^application/vnd\.spack\.db\.v(\d+)\+json$")
 _TARBALL_MEDIA_TYPE = "application/vnd.spack.install."
 SPEC_FILE_SUFFIXES = (".spec.json", ".spec.json.sig", ".spec.yaml")
 _GZIP_MAGIC = b"\x1f\x8b"
-READ_THREADS = 4
+# Threads reading spec manifests. Two: at 200k manifests on two cores, four spent 15 s
+# more system time handing the GIL over than they overlapped
+# (docs/benchmarks/ingest-speed.md).
+READ_THREADS = 2
 _SIZE_BATCH = 1024  # spec manifests read by one task of a reading thread
 
 
