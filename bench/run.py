@@ -527,6 +527,8 @@ def mirror_phase(report: Report, specs: int, packages: int, seed: int, venv: Pat
         "summary": result.stdout.strip(),
     }
     log(f"mirror build: {report.mirror['build']}")
+    report.mirror["vs_pages"] = _versus_pages(report, specs, packages, seed, venv)
+    log(f"mirror build vs pages build: {report.mirror['vs_pages']}")
     store = IndexStore(out)
     settle()
     schema = build_schema()
@@ -572,6 +574,31 @@ def mirror_phase(report: Report, specs: int, packages: int, seed: int, venv: Pat
         pids = [process.pid, *children(process.pid)]
         report.mirror["serving_rss_mb"] = max(rss_mb(pid) for pid in pids)
         report.mirror["start_to_first_answer_s"] = round(seconds, 2)
+
+
+def _versus_pages(
+    report: Report, specs: int, packages: int, seed: int, venv: Path
+) -> dict[str, float]:
+    """The mirror build's time over that of pages of as many specs (issue 19: at most
+    2x). The pages build of this run when there was one, else one made here (the same
+    synthetic pages as the pages phase, indexed by `venv`)."""
+    seconds = report.build.get("seconds")
+    if seconds is None:
+        source = pages({"specs": specs, "packages": packages, "seed": seed})
+        out = WORK / f"index-{source.name}"
+        log("indexing pages of the same size, to compare")
+        started = time.perf_counter()
+        subprocess.run(
+            [str(venv / "cachegql"), "index", str(source), "--out", str(out), "-q"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        seconds = round(time.perf_counter() - started, 1)
+    return {
+        "pages_seconds": seconds,
+        "ratio": round(report.mirror["build"]["seconds"] / max(seconds, 0.1), 2),
+    }
 
 
 def table(report: Report) -> str:
@@ -655,6 +682,7 @@ def _mirror_rows(mirror: dict[str, Any]) -> list[str]:
     rows = [
         f"| build-cache index build (v3 mirror, views, spec manifests) | {build['seconds']} s, "
         f"{build['size_mb']} MB on disk, peak RSS {build['peak_rss_mb']} MB | <= 60 s |",
+        *_versus_pages_rows(mirror),
         f"| build-cache serving RSS (1 worker, after the queries) | {mirror['serving_rss_mb']} MB "
         f"| <= 300 MB |",
         f"| build-cache serve start to first answer | {mirror['start_to_first_answer_s']} s "
@@ -667,6 +695,16 @@ def _mirror_rows(mirror: dict[str, Any]) -> list[str]:
             f"| {f'<= {limit} ms' if limit else ''} |"
         )
     return rows
+
+
+def _versus_pages_rows(mirror: dict[str, Any]) -> list[str]:
+    versus = mirror.get("vs_pages")
+    if not versus:  # a report of a run before the comparison was made
+        return []
+    return [
+        f"| build-cache build vs pages build of as many specs | {versus['ratio']}x "
+        f"({mirror['build']['seconds']} s vs {versus['pages_seconds']} s) | <= 2x |"
+    ]
 
 
 def _load_text(run: dict[str, Any]) -> str:

@@ -59,7 +59,11 @@ _DB_MEDIA_TYPE = re.compile(r"^application/vnd\.spack\.db\.v(\d+)\+json$")
 _TARBALL_MEDIA_TYPE = "application/vnd.spack.install."
 SPEC_FILE_SUFFIXES = (".spec.json", ".spec.json.sig", ".spec.yaml")
 _GZIP_MAGIC = b"\x1f\x8b"
-READ_THREADS = 4
+# Threads reading spec manifests. Two: at 200k manifests on two cores, four spent 15 s
+# more system time handing the GIL over than they overlapped
+# (docs/benchmarks/ingest-speed.md).
+READ_THREADS = 2
+_SIZE_BATCH = 1024  # spec manifests read by one task of a reading thread
 
 
 @dataclass
@@ -183,15 +187,26 @@ def _tarball_sizes(specs: Location) -> tuple[dict[str, int], list[Problem]]:
     problems: list[Problem] = []
     if not specs.path.is_dir():
         return sizes, problems
-    paths = sorted(specs.path.glob("*/*.spec.manifest.json"))
-    # A million small files: their reading is system calls, which threads overlap.
+    # Sorted as paths sort (folder, then file name), without comparing Path objects:
+    # at a million files that comparison alone took seconds.
+    paths = sorted(specs.path.glob("*/*.spec.manifest.json"), key=lambda p: (p.parent.name, p.name))
+    # A million small files: their reading is system calls, which threads overlap. Each
+    # thread takes a batch (a future per file cost more than reading it).
+    batches = [paths[i : i + _SIZE_BATCH] for i in range(0, len(paths), _SIZE_BATCH)]
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-        for path, size in zip(paths, pool.map(_tarball_size, paths, chunksize=256), strict=True):
-            if size is None:
-                problems.append(Problem(str(path), "spec manifest without a tarball size; ignored"))
-            else:
-                sizes[path.name.removesuffix(".spec.manifest.json").rsplit("-", 1)[-1]] = size
+        for batch, batch_sizes in zip(batches, pool.map(_tarball_size_batch, batches), strict=True):
+            for path, size in zip(batch, batch_sizes, strict=True):
+                if size is None:
+                    problems.append(
+                        Problem(str(path), "spec manifest without a tarball size; ignored")
+                    )
+                else:
+                    sizes[path.name.removesuffix(".spec.manifest.json").rsplit("-", 1)[-1]] = size
     return sizes, problems
+
+
+def _tarball_size_batch(paths: list[Path]) -> list[int | None]:
+    return [_tarball_size(path) for path in paths]
 
 
 def _tarball_size(path: Path) -> int | None:

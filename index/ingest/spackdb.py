@@ -127,6 +127,8 @@ class Database:
             return node.compiler
         by_language = []
         for edge in node.edges:
+            if not edge.virtuals:  # most edges provide nothing: no language to look for
+                continue
             languages = [lang for lang in LANGUAGES if lang in edge.virtuals]
             if languages and "build" in edge.deptypes:
                 dependency = self.nodes.get(edge.hash)
@@ -161,11 +163,12 @@ def read_database(data: bytes, source: str) -> Database:
 
 def _read_records(version: int, records: Iterable[tuple[str, Any]], source: str) -> Database:
     result = Database(source=source, version=version)
+    memo = _Memo()
     for digest, install in records:
         try:
             if not isinstance(install, dict) or not isinstance(install.get("spec"), dict):
                 raise ValueError("expected {'spec': {...}, 'in_buildcache': ...}")
-            node = _node(install["spec"], digest, bool(install.get("in_buildcache")))
+            node = _node(install["spec"], digest, bool(install.get("in_buildcache")), memo)
         except ValueError as exc:
             result.problems.append(Problem(source, f"record {digest} skipped: {exc}"))
             continue
@@ -216,12 +219,12 @@ def _records(data: bytes, source: str, lazy: bool = False) -> tuple[int, Iterato
 
     def records() -> Iterator[tuple[str, Any]]:
         for match, end in zip(starts, ends, strict=True):
-            piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
-            if lazy:
-                flag = _IN_BUILDCACHE.search(piece)
+            if lazy:  # searched in place: copying each record's bytes cost more
+                flag = _IN_BUILDCACHE.search(data, match.end(), end)
                 if flag is not None:
                     yield match.group(1).decode(), flag.group(1) == b"true"
                     continue
+            piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
             try:
                 record = orjson.loads(piece)
             except orjson.JSONDecodeError as exc:
@@ -277,7 +280,8 @@ def _db_version(value: object) -> int:
 
 def read_spec_file(data: bytes, source: str) -> Database:
     """A spec file (JSON, clearsigned JSON or legacy YAML): its root is the binary."""
-    if source.endswith((".yaml", ".yml")):
+    is_yaml = source.endswith((".yaml", ".yml"))
+    if is_yaml:
         try:
             document = yaml.load(data, Loader=yaml.CSafeLoader)
         except yaml.YAMLError as exc:
@@ -297,9 +301,10 @@ def read_spec_file(data: bytes, source: str) -> Database:
         if isinstance(node.get(key), str)
     }
     result = Database(source=source, version=None)
+    memo = _Memo(aliases, keyed=not is_yaml)
     for position, item in enumerate(flat):
         try:
-            node = _node(item, _hash_of(item), position == 0, aliases)
+            node = _node(item, _hash_of(item), position == 0, memo)
         except ValueError as exc:
             result.problems.append(Problem(source, f"node #{position + 1} skipped: {exc}"))
             continue
@@ -341,9 +346,78 @@ def _hash_of(node: Mapping[str, Any]) -> str:
     return value
 
 
-def _node(
-    raw: dict[str, Any], digest: str, in_buildcache: bool, aliases: Mapping[str, str] = {}
-) -> Node:
+class _Memo:
+    """What repeats across the nodes of one source, worked out once: their parameters
+    (variants and flags) and their dependency edges, each keyed by its JSON text.
+
+    A cache of 200k specs has 3,344 distinct parameter objects, and its 2.2M edges are
+    120k distinct dependencies: reading each of those once, and sharing the objects,
+    saves most of the time spent turning the JSON into nodes (and memory). Values that are not
+    JSON have no key and are read each time: a YAML spec file's (`keyed=False`: its dates
+    and NaNs would print as other values' text). Errors are never kept, so every bad
+    value raises its own message as before. `aliases` (a spec file's full_hash and
+    build_hash names of its nodes) belong to the source, as the memo does.
+    """
+
+    def __init__(self, aliases: Mapping[str, str] | None = None, keyed: bool = True) -> None:
+        self.aliases: Mapping[str, str] = aliases or {}
+        self.keyed = keyed
+        self.parameters: dict[bytes, _Parameters] = {}
+        self.edges: dict[bytes, Edge] = {}
+
+    def read_parameters(self, parameters: Any) -> _Parameters:
+        key = _key(parameters) if self.keyed else None
+        if key is None:
+            return _parameters(parameters)
+        found = self.parameters.get(key)
+        if found is None:
+            found = self.parameters[_kept(key)] = _parameters(parameters)
+        return found
+
+    def read_edges(self, dependencies: object) -> tuple[Edge, ...]:
+        if dependencies is None:
+            return ()
+        if isinstance(dependencies, dict):  # DB 5 and YAML: name -> {hash, type}
+            items: list[Any] = [{**body, "name": name} for name, body in dependencies.items()]
+        elif isinstance(dependencies, list):
+            items = dependencies
+        else:
+            raise ValueError("'dependencies' must be a list or an object")
+        aliases = self.aliases
+        if not self.keyed:
+            return tuple(_edge(item, aliases) for item in items)
+        # `_key`, inlined: this loop runs for every edge.
+        edges, dumps = self.edges, orjson.dumps
+        result = []
+        for item in items:
+            try:
+                key = dumps(item)
+            except orjson.JSONEncodeError:
+                result.append(_edge(item, aliases))
+                continue
+            edge = edges.get(key)
+            if edge is None:
+                edge = edges[_kept(key)] = _edge(item, aliases)
+            result.append(edge)
+        return tuple(result)
+
+
+def _key(value: object) -> bytes | None:
+    """The JSON text of a value parsed from JSON, as a memo key; None if it has none
+    (an integer of more than 64 bits)."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return None
+
+
+def _kept(key: bytes) -> bytes:
+    """A copy of a key to keep: orjson's own bytes hold a 4 KB buffer each, which 120k
+    kept keys turned into 350 MB."""
+    return bytes(memoryview(key))
+
+
+def _node(raw: dict[str, Any], digest: str, in_buildcache: bool, memo: _Memo) -> Node:
     node = _flatten(raw)
     if not is_hash(digest):
         raise ValueError(f"hash {digest!r} is not 32 lowercase base32 characters")
@@ -356,7 +430,7 @@ def _node(
     target_name = target.get("name") if isinstance(target, dict) else target
     if not isinstance(target_name, str) or not target_name:
         raise ValueError("'arch.target' names no target")
-    variants, flags = _parameters(node.get("parameters") or {})
+    variants, flags = memo.read_parameters(node.get("parameters") or {})
     return Node(
         hash=intern(digest),
         name=intern(name),
@@ -367,7 +441,7 @@ def _node(
         namespace=str(node.get("namespace") or ""),
         variants=variants,
         flags=flags,
-        edges=tuple(_edges(node.get("dependencies"), aliases)),
+        edges=memo.read_edges(node.get("dependencies")),
         compiler=_recorded_compiler(node),
         in_buildcache=in_buildcache,
     )
@@ -375,6 +449,8 @@ def _node(
 
 def _text(node: Mapping[str, Any], key: str) -> str:
     value = node.get(key)
+    if type(value) is str and value:  # nearly always: answered before the other checks
+        return value
     if isinstance(value, int | float) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not value:
@@ -397,9 +473,10 @@ def _recorded_compiler(node: Mapping[str, Any]) -> Compiler | None:
     return None
 
 
-def _parameters(
-    parameters: Mapping[str, Any],
-) -> tuple[tuple[Variant, ...], tuple[tuple[str, tuple[str, ...]], ...]]:
+_Parameters = tuple[tuple[Variant, ...], tuple[tuple[str, tuple[str, ...]], ...]]
+
+
+def _parameters(parameters: Mapping[str, Any]) -> _Parameters:
     """Variants in Spack's string forms (booleans first, then by name) and the flags."""
     if not isinstance(parameters, Mapping):
         raise ValueError("'parameters' must be an object")
@@ -430,39 +507,30 @@ def _parameters(
     return tuple(variants), flags
 
 
-def _edges(dependencies: object, aliases: Mapping[str, str]) -> Iterable[Edge]:
-    if dependencies is None:
-        return
-    if isinstance(dependencies, dict):  # DB 5 and YAML: name -> {hash, type}
-        items: list[Any] = [{**body, "name": name} for name, body in dependencies.items()]
-    elif isinstance(dependencies, list):
-        items = dependencies
+def _edge(item: Any, aliases: Mapping[str, str]) -> Edge:
+    """One dependency: `{name, hash, type}` or `{name, hash, parameters: {deptypes, virtuals}}`."""
+    try:
+        name = item["name"]
+        digest = item.get("hash") or item.get("full_hash") or item.get("build_hash")
+        parameters = item.get("parameters")
+    except (TypeError, KeyError, AttributeError):
+        raise ValueError("a dependency must be an object with a 'name'") from None
+    if not isinstance(name, str) or not isinstance(digest, str):
+        raise ValueError(f"dependency {name!r} has no hash")
+    if parameters:
+        deptypes, virtuals = parameters.get("deptypes") or (), parameters.get("virtuals") or ()
     else:
-        raise ValueError("'dependencies' must be a list or an object")
-    shared = _SHARED
-    for item in items:
-        try:
-            name = item["name"]
-            digest = item.get("hash") or item.get("full_hash") or item.get("build_hash")
-            parameters = item.get("parameters")
-        except (TypeError, KeyError, AttributeError):
-            raise ValueError("a dependency must be an object with a 'name'") from None
-        if not isinstance(name, str) or not isinstance(digest, str):
-            raise ValueError(f"dependency {name!r} has no hash")
-        if parameters:
-            deptypes, virtuals = parameters.get("deptypes") or (), parameters.get("virtuals") or ()
-        else:
-            deptypes, virtuals = item.get("type") or (), ()
-        deptypes = (deptypes,) if isinstance(deptypes, str) else tuple(deptypes)
-        virtuals = tuple(virtuals)
-        # Millions of edges point at a few hundred thousand nodes and have a few kinds:
-        # share their strings and tuples.
-        yield Edge(
-            intern(name),
-            intern(aliases.get(digest, digest)),
-            shared.setdefault(deptypes, deptypes),
-            shared.setdefault(virtuals, virtuals),
-        )
+        deptypes, virtuals = item.get("type") or (), ()
+    deptypes = (deptypes,) if isinstance(deptypes, str) else tuple(deptypes)
+    virtuals = tuple(virtuals)
+    # Millions of edges point at a few hundred thousand nodes and have a few kinds:
+    # share their strings and tuples.
+    return Edge(
+        intern(name),
+        intern(aliases.get(digest, digest)),
+        _SHARED.setdefault(deptypes, deptypes),
+        _SHARED.setdefault(virtuals, virtuals),
+    )
 
 
 _SHARED: dict[tuple[str, ...], tuple[str, ...]] = {}
