@@ -39,9 +39,6 @@ INDEX_READ = (
 
 # A module over this many lines holds more than one idea: split it along its seams.
 MAX_MODULE_LINES = 400
-# Pending (issue 24): being edited elsewhere, they are split once that work merges; then
-# this list is emptied (test_the_pending_modules_are_still_long fails when one is split).
-PENDING_SPLIT = frozenset({"index/ingest/spackdb.py"})
 
 
 @dataclass(frozen=True)
@@ -191,13 +188,8 @@ def long_modules(root: Path = ROOT, limit: int = MAX_MODULE_LINES) -> dict[str, 
 
 
 def test_no_module_is_over_the_limit() -> None:
-    long = {name: n for name, n in long_modules().items() if name not in PENDING_SPLIT}
+    long = long_modules()
     assert long == {}, f"split these along their seams (at most {MAX_MODULE_LINES} lines)"
-
-
-def test_the_pending_modules_are_still_long() -> None:
-    """An entry of the allow-list that is no longer needed is removed, not kept."""
-    assert sorted(long_modules()) == sorted(PENDING_SPLIT)
 
 
 def test_the_length_counts_every_line(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from cachegql.index import IndexStore, build_index
 from cachegql.index.disk.dag import Dag
 from cachegql.index.disk.dagwrite import CycleError, write_dag
 from cachegql.index.disk.snapshot import Snapshot
-from cachegql.index.ingest.spackdb import Edge
+from cachegql.index.ingest.dag_nodes import Edge
 from cachegql.index.query.reach import DependsLeaf
 from tests.conftest import shared_or_skip
 

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from cachegql.index.disk.columns import Offsets, Postings, Rows
 from cachegql.index.disk.layout import DAG_FILE, DAG_FOLDER, DEPTYPES
 from cachegql.index.disk.walk import gather
-from cachegql.index.ingest.spackdb import Edge
+from cachegql.index.ingest.dag_nodes import Edge
 
 __all__ = ["CycleError", "write_dag"]
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cachegql.index.ingest.buildcache import CacheData
-from cachegql.index.ingest.spackdb import Database, Edge
+from cachegql.index.ingest.dag_nodes import Database, Edge
 from cachegql.index.ingest.tables import TagTable
 from cachegql.index.records import SpecRecord
 from cachegql.index.spack.compilers import Compiler

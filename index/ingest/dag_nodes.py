@@ -1,0 +1,115 @@
+"""What a source's DAG is made of: nodes, their edges, the database of one source.
+
+A `Node` is one node as a build-cache index or spec file records it (see `spackdb.py` for the
+formats, `node_reader.py` for reading one); a `Database` is one source's nodes by hash, and
+works out a node's compiler the way Spack 1.x prints it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cachegql.index.records import Problem, SpecRecord
+from cachegql.index.spack.compilers import Compiler
+from cachegql.index.spack.variants import Variant
+
+__all__ = ["LANGUAGES", "Database", "Edge", "Node", "SourceFormatError"]
+
+LANGUAGES = ("c", "cxx", "fortran")
+
+
+class SourceFormatError(ValueError):
+    """A source that cannot be read at all; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A direct dependency: the node it points to, how it is used, what it provides."""
+
+    name: str
+    hash: str
+    deptypes: tuple[str, ...]
+    virtuals: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A node of a DAG as a source records it; a binary of the cache if `in_buildcache`."""
+
+    hash: str
+    name: str
+    version: str
+    os: str
+    platform: str
+    target: str
+    namespace: str
+    variants: tuple[Variant, ...]
+    flags: tuple[tuple[str, tuple[str, ...]], ...]
+    edges: tuple[Edge, ...]
+    compiler: Compiler | None
+    """As the node itself records it (DB <= 7, or an annotation); None: from its edges."""
+    in_buildcache: bool
+
+    def record(
+        self, tag: str, compiler: Compiler, stacks: tuple[str, ...], size: int | None
+    ) -> SpecRecord:
+        return SpecRecord(
+            hash=self.hash,
+            package=self.name,
+            tag=tag,
+            versions=(self.version,),
+            compiler=compiler,
+            os=self.os,
+            platform=self.platform,
+            target=self.target,
+            variants=self.variants,
+            stacks=stacks,
+            size=size,
+            tarball=None,
+            namespace=self.namespace,
+            flags=self.flags,
+        )
+
+
+@dataclass
+class Database:
+    """The nodes of one source, by hash, and what was wrong with the ones left out."""
+
+    source: str
+    version: int | None
+    nodes: dict[str, Node] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    def merge(self, other: Database) -> None:
+        """Add `other`'s nodes; a node seen as a binary anywhere stays a binary."""
+        for digest, node in other.nodes.items():
+            known = self.nodes.get(digest)
+            if known is None or (node.in_buildcache and not known.in_buildcache):
+                self.nodes[digest] = node
+        self.problems.extend(other.problems)
+
+    def compiler_of(self, node: Node) -> Compiler:
+        """The compiler `node` was built with, as Spack 1.x prints it (`c,cxx=gcc@10.2.1`)."""
+        if node.compiler is not None and node.compiler.raw != "none":
+            return node.compiler
+        by_language = []
+        for edge in node.edges:
+            if not edge.virtuals:  # most edges provide nothing: no language to look for
+                continue
+            languages = [lang for lang in LANGUAGES if lang in edge.virtuals]
+            if languages and "build" in edge.deptypes:
+                dependency = self.nodes.get(edge.hash)
+                version = dependency.version if dependency is not None else None
+                by_language.append((LANGUAGES.index(languages[0]), languages, edge.name, version))
+        if not by_language:
+            return node.compiler or _NONE
+        by_language.sort(key=lambda item: item[0])
+        raw = " ".join(
+            f"{','.join(langs)}={name}@{version}" if version else f"{','.join(langs)}={name}"
+            for _, langs, name, version in by_language
+        )
+        _, _, name, version = by_language[0]
+        return Compiler(name=name, version=version, raw=raw)
+
+
+_NONE = Compiler(name="none", version=None, raw="none")

@@ -1,0 +1,232 @@
+"""One node's JSON read into a `Node`: its fields checked, its parameters and edges shared.
+
+Every format of `spackdb.py` ends here: a flat dict (or DB 5's `{name: {...}}`) with a hash,
+`arch`, `parameters` (variants and the six compiler flag lists) and `dependencies`. A bad
+value raises ValueError, which the caller reports as that node's problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from sys import intern
+from typing import Any
+
+import orjson
+
+from cachegql.index.ingest.dag_nodes import Edge, Node, SourceFormatError
+from cachegql.index.spack.compilers import Compiler, parse_compiler
+from cachegql.index.spack.hashes import is_hash
+from cachegql.index.spack.variants import Variant, parse_variant
+
+__all__ = ["FLAG_KINDS", "NodeMemo", "flatten_node", "node_hash", "read_node"]
+
+# The six compiler flag lists of `parameters`: flags, not variants.
+FLAG_KINDS = ("cflags", "cppflags", "cxxflags", "fflags", "ldflags", "ldlibs")
+_PATCH_DIGITS = 7  # Spack shows patch sha256s cut to this many characters
+
+
+def flatten_node(item: object) -> dict[str, Any]:
+    """A node as a flat dict with `name`: DB 5 and YAML nodes are `{name: {...}}`."""
+    if not isinstance(item, dict):
+        raise SourceFormatError(f"a node must be an object, not {type(item).__name__}")
+    if "name" in item or len(item) != 1:
+        return item
+    ((name, body),) = item.items()
+    return {**body, "name": name} if isinstance(body, dict) else item
+
+
+def node_hash(node: Mapping[str, Any]) -> str:
+    value = node.get("hash", node.get("_hash"))
+    if not isinstance(value, str):
+        raise SourceFormatError(f"node {node.get('name')!r} has no hash")
+    return value
+
+
+class NodeMemo:
+    """What repeats across the nodes of one source, worked out once: their parameters
+    (variants and flags) and their dependency edges, each keyed by its JSON text.
+
+    A cache of 200k specs has 3,344 distinct parameter objects, and its 2.2M edges are
+    120k distinct dependencies: reading each of those once, and sharing the objects,
+    saves most of the time spent turning the JSON into nodes (and memory). Values that are not
+    JSON have no key and are read each time: a YAML spec file's (`keyed=False`: its dates
+    and NaNs would print as other values' text). Errors are never kept, so every bad
+    value raises its own message as before. `aliases` (a spec file's full_hash and
+    build_hash names of its nodes) belong to the source, as the memo does.
+    """
+
+    def __init__(self, aliases: Mapping[str, str] | None = None, keyed: bool = True) -> None:
+        self.aliases: Mapping[str, str] = aliases or {}
+        self.keyed = keyed
+        self.parameters: dict[bytes, _Parameters] = {}
+        self.edges: dict[bytes, Edge] = {}
+
+    def read_parameters(self, parameters: Any) -> _Parameters:
+        key = _key(parameters) if self.keyed else None
+        if key is None:
+            return _parameters(parameters)
+        found = self.parameters.get(key)
+        if found is None:
+            found = self.parameters[_kept(key)] = _parameters(parameters)
+        return found
+
+    def read_edges(self, dependencies: object) -> tuple[Edge, ...]:
+        if dependencies is None:
+            return ()
+        if isinstance(dependencies, dict):  # DB 5 and YAML: name -> {hash, type}
+            items: list[Any] = [{**body, "name": name} for name, body in dependencies.items()]
+        elif isinstance(dependencies, list):
+            items = dependencies
+        else:
+            raise ValueError("'dependencies' must be a list or an object")
+        aliases = self.aliases
+        if not self.keyed:
+            return tuple(_edge(item, aliases) for item in items)
+        # `_key`, inlined: this loop runs for every edge.
+        edges, dumps = self.edges, orjson.dumps
+        result = []
+        for item in items:
+            try:
+                key = dumps(item)
+            except orjson.JSONEncodeError:
+                result.append(_edge(item, aliases))
+                continue
+            edge = edges.get(key)
+            if edge is None:
+                edge = edges[_kept(key)] = _edge(item, aliases)
+            result.append(edge)
+        return tuple(result)
+
+
+def _key(value: object) -> bytes | None:
+    """The JSON text of a value parsed from JSON, as a memo key; None if it has none
+    (an integer of more than 64 bits)."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return None
+
+
+def _kept(key: bytes) -> bytes:
+    """A copy of a key to keep: orjson's own bytes hold a 4 KB buffer each, which 120k
+    kept keys turned into 350 MB."""
+    return bytes(memoryview(key))
+
+
+def read_node(raw: dict[str, Any], digest: str, in_buildcache: bool, memo: NodeMemo) -> Node:
+    node = flatten_node(raw)
+    if not is_hash(digest):
+        raise ValueError(f"hash {digest!r} is not 32 lowercase base32 characters")
+    name = _text(node, "name")
+    version = _text(node, "version")
+    arch = node.get("arch")
+    if not isinstance(arch, dict):
+        raise ValueError("no 'arch' object")
+    target = arch.get("target")
+    target_name = target.get("name") if isinstance(target, dict) else target
+    if not isinstance(target_name, str) or not target_name:
+        raise ValueError("'arch.target' names no target")
+    variants, flags = memo.read_parameters(node.get("parameters") or {})
+    return Node(
+        hash=intern(digest),
+        name=intern(name),
+        version=version,
+        os=_text(arch, "platform_os"),
+        platform=_text(arch, "platform"),
+        target=target_name,
+        namespace=str(node.get("namespace") or ""),
+        variants=variants,
+        flags=flags,
+        edges=memo.read_edges(node.get("dependencies")),
+        compiler=_recorded_compiler(node),
+        in_buildcache=in_buildcache,
+    )
+
+
+def _text(node: Mapping[str, Any], key: str) -> str:
+    value = node.get(key)
+    if type(value) is str and value:  # nearly always: answered before the other checks
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"'{key}' must be a non-empty string")
+    return value
+
+
+def _recorded_compiler(node: Mapping[str, Any]) -> Compiler | None:
+    compiler = node.get("compiler")
+    if isinstance(compiler, dict) and isinstance(compiler.get("name"), str):
+        name, version = compiler["name"], compiler.get("version")
+        version = str(version) if version is not None else None
+        return Compiler(name, version, f"{name}@{version}" if version else name)
+    annotated = (node.get("annotations") or {}).get("compiler")
+    if isinstance(annotated, str) and annotated:
+        try:
+            return parse_compiler(annotated)
+        except ValueError:
+            return None
+    return None
+
+
+_Parameters = tuple[tuple[Variant, ...], tuple[tuple[str, tuple[str, ...]], ...]]
+
+
+def _parameters(parameters: Mapping[str, Any]) -> _Parameters:
+    """Variants in Spack's string forms (booleans first, then by name) and the flags."""
+    if not isinstance(parameters, Mapping):
+        raise ValueError("'parameters' must be an object")
+    booleans, others = [], []
+    for name in sorted(parameters):
+        value = parameters[name]
+        if name in FLAG_KINDS:
+            continue
+        if isinstance(value, bool):
+            booleans.append(f"+{name}" if value else f"~{name}")
+        elif isinstance(value, list | tuple):
+            values = [str(v)[:_PATCH_DIGITS] if name == "patches" else str(v) for v in value]
+            if values:
+                others.append(f"{name}={','.join(sorted(values))}")
+        elif value is not None:
+            others.append(f"{name}={value}")
+    variants = []
+    for text in booleans + others:
+        try:
+            variants.append(parse_variant(text))
+        except ValueError as exc:
+            raise ValueError(f"variant {text!r} cannot be read: {exc}") from None
+    flags = tuple(
+        (kind, tuple(str(f) for f in parameters[kind]))
+        for kind in FLAG_KINDS
+        if isinstance(parameters.get(kind), list) and parameters[kind]
+    )
+    return tuple(variants), flags
+
+
+def _edge(item: Any, aliases: Mapping[str, str]) -> Edge:
+    """One dependency: `{name, hash, type}` or `{name, hash, parameters: {deptypes, virtuals}}`."""
+    try:
+        name = item["name"]
+        digest = item.get("hash") or item.get("full_hash") or item.get("build_hash")
+        parameters = item.get("parameters")
+    except (TypeError, KeyError, AttributeError):
+        raise ValueError("a dependency must be an object with a 'name'") from None
+    if not isinstance(name, str) or not isinstance(digest, str):
+        raise ValueError(f"dependency {name!r} has no hash")
+    if parameters:
+        deptypes, virtuals = parameters.get("deptypes") or (), parameters.get("virtuals") or ()
+    else:
+        deptypes, virtuals = item.get("type") or (), ()
+    deptypes = (deptypes,) if isinstance(deptypes, str) else tuple(deptypes)
+    virtuals = tuple(virtuals)
+    # Millions of edges point at a few hundred thousand nodes and have a few kinds:
+    # share their strings and tuples.
+    return Edge(
+        intern(name),
+        intern(aliases.get(digest, digest)),
+        _SHARED.setdefault(deptypes, deptypes),
+        _SHARED.setdefault(virtuals, virtuals),
+    )
+
+
+_SHARED: dict[tuple[str, ...], tuple[str, ...]] = {}
