@@ -234,7 +234,10 @@ class _TagBuild:
         del table, graph
         gc.collect()  # the tag's records go now, cycles too (the collector is paused)
         fingerprint = None
-        if cached_only:
+        # A tag missing a cache, or any part of one, that failed to read is no picture of
+        # its sources: without a fingerprint, it is read again next time.
+        complete = result.caches - caches == len(requests) and not recording.failures
+        if cached_only and complete:
             fingerprint = tag_fingerprint(tag, requests, recording, FINGERPRINT_SALT)
         self._add_entry(
             tag,

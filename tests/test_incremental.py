@@ -322,3 +322,86 @@ def test_strict_fails_on_the_problems_of_a_reused_tag(sources: Path, tmp_path: P
         _build(sources, out, strict=True)
     assert str(caught.value) == str(first.problems[0])
     assert out.resolve() == first.folder  # nothing published
+
+
+def _index_blob(mirror: Path, view: str | None = None) -> Path:
+    """The blob a local v3 mirror's index manifest (or a view's) names."""
+    folder = mirror / "v3" / "manifests" / "index"
+    manifest = json.loads(
+        ((folder / view) if view else folder).joinpath("index.manifest.json").read_text()
+    )
+    checksum = next(r["checksum"] for r in manifest["data"] if "spack.db" in r["mediaType"])
+    return mirror / "blobs" / "sha256" / checksum[:2] / checksum
+
+
+def _mirror_and_listing(sources: Path, out: Path) -> tuple[Path, BuildReport]:
+    """Build the listing plus develop's local v3 mirror (in tag develop): the mirror and
+    the build."""
+    mirror = sources / "develop" / "mirror"
+    return mirror, build_index([sources / "listing.json", mirror], out, tag="develop")
+
+
+def test_a_v3_blob_that_failed_to_read_is_read_again_once_restored(
+    sources: Path, tmp_path: Path
+) -> None:
+    """A cache whose index blob is missing is left out of its tag with a problem: the tag
+    gets no fingerprint, so it is read again once the blob is back."""
+    out = tmp_path / "ix"
+    blob = _index_blob(sources / "develop" / "mirror")
+    blob.rename(blob.with_name("away"))
+    _, degraded = _mirror_and_listing(sources, out)
+    assert degraded.caches == 12 and any("skipped" in str(p) for p in degraded.problems)
+    assert _manifest(degraded.folder)["tags"][0]["fingerprint"] is None
+    blob.with_name("away").rename(blob)
+    _, after = _mirror_and_listing(sources, out)
+    assert after.reused == ["v0.22", "v0.23"] and after.caches == 13
+    assert not any("skipped" in str(p) for p in after.problems)
+    full = build_index(
+        [sources / "listing.json", sources / "develop" / "mirror"],
+        tmp_path / "full",
+        tag="develop",
+        full=True,
+    )
+    _same(after, full)
+
+
+def test_a_v3_view_blob_that_failed_to_read_is_read_again_once_restored(
+    sources: Path, tmp_path: Path
+) -> None:
+    """A view whose blob is missing is skipped, its cache read: the tag still gets no
+    fingerprint."""
+    out = tmp_path / "ix"
+    mirror = sources / "develop" / "mirror"
+    view = sorted(p.name for p in (mirror / "v3" / "manifests" / "index").iterdir() if p.is_dir())[
+        0
+    ]
+    blob = _index_blob(mirror, view)
+    blob.rename(blob.with_name("away"))
+    _, degraded = _mirror_and_listing(sources, out)
+    assert degraded.caches == 13 and any("view skipped" in str(p) for p in degraded.problems)
+    blob.with_name("away").rename(blob)
+    _, after = _mirror_and_listing(sources, out)
+    assert after.reused == ["v0.22", "v0.23"]
+    assert not any("view skipped" in str(p) for p in after.problems)
+    assert view in _stacks(out, "develop")
+
+
+def test_a_remote_v2_that_failed_to_read_is_read_again_and_not_asked_twice(
+    sources: Path, tmp_path: Path
+) -> None:
+    """A remote v2 mirror whose `index.json.hash` answers 500 once: skipped in the first
+    build, whose fingerprint does not ask for it again; read in the next."""
+    out = tmp_path / "ix"
+    hash_file = "develop/stacks/root/build_cache/index.json.hash"
+    with MirrorHTTPServer(sources) as http, HttpReader(tmp_path / "fetch", retries=0) as reader:
+        mirror = http.url_for("develop/stacks/root")
+        sources_ = [http.url_for("listing.json"), mirror]
+        http.server_error(hash_file, times=1)
+        degraded = build_index(sources_, out, reader=reader, tag="develop")
+        assert degraded.caches == 12 and any("skipped" in str(p) for p in degraded.problems)
+        assert len([e for e in http.requests("/") if e.path == "/" + hash_file]) == 1
+        after = build_index(sources_, out, reader=reader, tag="develop")
+        assert after.reused == ["v0.22", "v0.23"] and after.caches == 13
+        _same(
+            after, build_index(sources_, tmp_path / "full", reader=reader, tag="develop", full=True)
+        )

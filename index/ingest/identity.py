@@ -29,12 +29,17 @@ __all__ = ["RecordingOpener", "cache_identity", "tag_fingerprint"]
 
 
 class RecordingOpener(Opener):
-    """An opener that remembers the sha256 of each body it read, and each location it
-    found missing, for the identities of what it read (`tag_fingerprint`)."""
+    """An opener that remembers the sha256 of each body it read, each location it
+    found missing and each read that failed, for the identities of what it read
+    (`tag_fingerprint`)."""
 
     def __init__(self, opener: Opener) -> None:
         super().__init__(opener.reader, opener.limits)
         self.digests: dict[str, str | None] = {}
+        # Reads that failed otherwise than by a missing location (a 503, a timeout, a
+        # checksum mismatch, a blob a manifest names but is missing): a tag with any of
+        # them is not what its sources hold, so it gets no fingerprint.
+        self.failures: dict[str, str] = {}
 
     def read(self, location: Location) -> bytes:
         try:
@@ -42,16 +47,26 @@ class RecordingOpener(Opener):
         except NotFoundError:
             self.digests[location.text] = None
             raise
+        except ReadError as exc:
+            self.failures[location.text] = str(exc)
+            raise
         self.digests[location.text] = _sha(data)
         return data
 
     def read_verified(self, location: Location, sha256: str) -> bytes:
-        data = super().read_verified(location, sha256)
-        self.digests[location.text] = sha256
+        try:
+            data = super().read_verified(location, sha256)
+        except ReadError as exc:  # a missing blob too: its manifest names it
+            self.failures[location.text] = str(exc)
+            raise
+        self.digests[location.text] = sha256.lower()
         return data
 
     def digest(self, location: Location) -> str:
-        """The sha256 of the body at `location`, as read already if it was."""
+        """The sha256 of the body at `location`, as read already if it was; ReadError
+        again, without a second request, if reading it failed."""
+        if location.text in self.failures:
+            raise ReadError(self.failures[location.text])
         if location.text not in self.digests:
             self.read(location)
         digest = self.digests[location.text]
