@@ -330,7 +330,7 @@ def _index_blob(mirror: Path, view: str | None = None) -> Path:
     manifest = json.loads(
         ((folder / view) if view else folder).joinpath("index.manifest.json").read_text()
     )
-    checksum = next(r["checksum"] for r in manifest["data"] if "spack.db" in r["mediaType"])
+    checksum: str = next(r["checksum"] for r in manifest["data"] if "spack.db" in r["mediaType"])
     return mirror / "blobs" / "sha256" / checksum[:2] / checksum
 
 
