@@ -31,7 +31,7 @@ from cachegql.index.ingest import (
     ingest_pages,
     plan_sources,
 )
-from cachegql.index.ingest.identity import RecordingOpener, tag_fingerprint
+from cachegql.index.ingest.identity import RecordingOpener, tag_fingerprint, take_stock
 from cachegql.index.ingest.recognise import Plan
 from cachegql.index.records import Problem
 
@@ -222,11 +222,17 @@ class _TagBuild:
                 return
         result = self.result
         problems, caches, merged = len(result.problems), result.caches, result.merged_duplicates
-        # Its fingerprint from what is read, without reading anything twice.
+        # Its fingerprint from what is read, without reading anything twice: the bodies
+        # read through the opener, as read; what the ingest reads past it (the listings,
+        # spec manifests and spec files of local mirrors), by names, sizes and times taken
+        # before it reads them. Nothing is read for the fingerprint after the ingest.
         recording = RecordingOpener(self.opener)
+        if cached_only:
+            take_stock(requests, recording)
         ingest_caches(
             tag, requests, result, opener=recording, strict=self.strict, on_source=self.count
         )
+        recording.frozen = True
         table, graph = result.tables.pop(tag, None), result.graphs.pop(tag, None)
         if table is None:
             return  # none of its caches could be read: no tag

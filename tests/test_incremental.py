@@ -405,3 +405,25 @@ def test_a_remote_v2_that_failed_to_read_is_read_again_and_not_asked_twice(
         _same(
             after, build_index(sources_, tmp_path / "full", reader=reader, tag="develop", full=True)
         )
+
+
+def test_a_spec_manifest_rewritten_during_the_build_is_read_again(
+    sources: Path, tmp_path: Path
+) -> None:
+    """The fingerprint is of the files as they were before the ingest read them: one
+    rewritten while the build runs makes the next build read its tag again."""
+    out, mirror = tmp_path / "ix", sources / "develop" / "mirror"
+    spec_manifest = sorted((mirror / "v3" / "manifests" / "spec").glob("*/*.json"))[0]
+
+    def rewrite(done: int, _: int) -> None:
+        if done == 2:  # the mirror, develop's first cache, is read: the listing's next
+            data = spec_manifest.read_bytes().replace(b'"contentLength"', b'"x"')
+            spec_manifest.write_bytes(data)
+
+    during = build_index(
+        [mirror, sources / "listing.json"], out, tag="develop", on_progress=rewrite
+    )
+    assert not any("without a tarball size" in str(p) for p in during.problems)
+    after = build_index([mirror, sources / "listing.json"], out, tag="develop")
+    assert after.reused == ["v0.22", "v0.23"]
+    assert any("without a tarball size" in str(p) for p in after.problems)
