@@ -18,9 +18,11 @@ from typing import Any
 import orjson
 import pytest
 
+import cachegql.index
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import IndexStore, StrictModeError, build_index
-from cachegql.index.build import BuildReport
+from cachegql.index.build import BuildReport, code_digest
+from cachegql.index.ingest import SourceLimits
 from cachegql.server.fetch import HttpReader
 from tests import oracle_queries as oq
 from tests.conftest import CLI, PAGES, serving
@@ -427,3 +429,31 @@ def test_a_spec_manifest_rewritten_during_the_build_is_read_again(
     after = build_index([mirror, sources / "listing.json"], out, tag="develop")
     assert after.reused == ["v0.22", "v0.23"]
     assert any("without a tarball size" in str(p) for p in after.problems)
+
+
+def test_a_change_to_the_code_that_writes_changes_the_fingerprints(tmp_path: Path) -> None:
+    """The code's part of every fingerprint is the digest of the files that decide what
+    is written: a copy of the package digests the same until one of them changes."""
+    package = Path(cachegql.index.__file__).parent
+    copy = Path(
+        shutil.copytree(package, tmp_path / "index", ignore=shutil.ignore_patterns("__pycache__"))
+    )
+    digest = code_digest(package)
+    assert code_digest(copy) == digest
+    (copy / "query" / "search.py").write_text("# not what a build writes\n")
+    assert code_digest(copy) == digest
+    for changed in ("ingest/buildcache.py", "disk/write.py", "spack/versions.py", "records.py"):
+        with (copy / changed).open("a") as file:
+            file.write("\n")
+        assert code_digest(copy) != digest, changed
+        digest = code_digest(copy)
+    (copy / "ingest" / "new_module.py").write_text("")
+    assert code_digest(copy) != digest
+
+
+def test_only_the_limits_on_content_are_in_the_fingerprint(sources: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ix"
+    _build(sources, out)
+    fewer_fetches = SourceLimits(max_fetches=1, max_seconds=60, max_redirects=1)
+    assert _build(sources, out, limits=fewer_fetches).reused == list(TAGS)
+    assert _build(sources, out, limits=SourceLimits(max_bytes=1 << 29)).reused == []

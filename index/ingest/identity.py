@@ -29,7 +29,24 @@ from cachegql.index.ingest.locations import Location, NotFoundError, Opener, Rea
 from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.spackdb import SourceFormatError
 
-__all__ = ["RecordingOpener", "Stock", "cache_identity", "tag_fingerprint", "take_stock"]
+__all__ = [
+    "CONTENT_LIMITS",
+    "RecordingOpener",
+    "Stock",
+    "cache_identity",
+    "tag_fingerprint",
+    "take_stock",
+]
+
+
+# The limits (index/ingest/limits.py) that decide what a tag holds: a body over
+# `max_bytes` or expanding past `max_expansion` is skipped, and a reused tag's stand-ins
+# (a manifest for its blob) would not tell. The others are budgets of time and count
+# (`max_seconds`, `max_redirects`, `max_fetches`): what the network did that day, not
+# what the sources hold; a read that runs out of one fails, and its tag gets no
+# fingerprint. `max_listing_entries` bounds a listing, whose stacks are a tag's requests,
+# which are part of its fingerprint already.
+CONTENT_LIMITS = ("max_bytes", "max_expansion")
 
 
 class _Digest(Protocol):
@@ -99,7 +116,8 @@ def tag_fingerprint(
     (`salt`: the index format, the code's revision; the limits sources are read within).
     None when one of its caches has no identity."""
     digest = hashlib.sha256()
-    _feed(digest, "tag", tag, repr(opener.limits), *salt)
+    bounds = [getattr(opener.limits, name) for name in CONTENT_LIMITS]
+    _feed(digest, "tag", tag, *bounds, *salt)
     recording = opener if isinstance(opener, RecordingOpener) else RecordingOpener(opener)
     for request in requests:
         identity = cache_identity(request, recording)
