@@ -457,3 +457,30 @@ def test_only_the_limits_on_content_are_in_the_fingerprint(sources: Path, tmp_pa
     fewer_fetches = SourceLimits(max_fetches=1, max_seconds=60, max_redirects=1)
     assert _build(sources, out, limits=fewer_fetches).reused == list(TAGS)
     assert _build(sources, out, limits=SourceLimits(max_bytes=1 << 29)).reused == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda m: m.update(mirrors=None), id="mirrors-null"),
+        pytest.param(lambda m: m.update(mirrors=[]), id="mirrors-list"),
+        pytest.param(lambda m: m.update(tags={}), id="tags-object"),
+        pytest.param(lambda m: m["tags"][1].update(specs=True), id="count-bool"),
+        pytest.param(lambda m: m["tags"][1].update(caches="4"), id="count-string"),
+        pytest.param(lambda m: m["tags"][1].update(problems=[["only a path"]]), id="problem"),
+        pytest.param(lambda m: m["tags"][1].update(fingerprint=1), id="fingerprint-int"),
+        pytest.param(lambda m: m["mirrors"].update({"v0.22": ["a list"]}), id="tag-mirrors"),
+    ],
+)
+def test_a_malformed_previous_manifest_means_a_full_build(
+    sources: Path, tmp_path: Path, damage: Any
+) -> None:
+    out = tmp_path / "ix"
+    before = _build(sources, out)
+    manifest = _manifest(before.folder)
+    manifest.setdefault("mirrors", {})
+    damage(manifest)
+    (before.folder / "manifest.json").write_text(json.dumps(manifest))
+    after = _build(sources, out)
+    assert after.reused == [] and after.compared == 0
+    assert after.tags == before.tags
