@@ -484,3 +484,25 @@ def test_a_malformed_previous_manifest_means_a_full_build(
     after = _build(sources, out)
     assert after.reused == [] and after.compared == 0
     assert after.tags == before.tags
+
+
+@pytest.mark.parametrize("change", ["unlisted", "extra"])
+def test_a_tag_folder_unlike_its_manifest_entry_is_read_again(
+    sources: Path, tmp_path: Path, change: str
+) -> None:
+    """A file of the tag's folder the manifest does not list (or the other way round):
+    the tag is read again, not published incomplete."""
+    out = tmp_path / "ix"
+    before = _build(sources, out)
+    if change == "unlisted":
+        manifest = _manifest(before.folder)
+        del manifest["files"]["tags/1/size.npy"]
+        (before.folder / "manifest.json").write_text(json.dumps(manifest))
+    else:
+        (before.folder / "tags" / "1" / "stray.npy").write_bytes(b"")
+    after = _build(sources, out)
+    assert after.reused == ["develop", "v0.23"]
+    assert (after.folder / "tags" / "1" / "size.npy").is_file()
+    assert not (after.folder / "tags" / "1" / "stray.npy").exists()
+    assert IndexStore(out).build_id == after.folder.name
+    _same_as_full(sources, after, tmp_path)

@@ -10,7 +10,8 @@ counts, its problems) is carried over with it.
 Never a failure: a previous build that is missing, of another format, unreadable or malformed
 (any value of its manifest not of the type written: a bool is not a count) is no
 previous build, and a tag whose files are missing, damaged or cannot be linked is built
-again from its sources. Builds are read-only once published, so sharing their files'
+again from its sources, as is one whose folder holds other files than its manifest lists
+(a folder is listed, not read). Builds are read-only once published, so sharing their files'
 inodes is safe; a file changed in place afterwards would show in both builds, and each
 server notices it (index/disk/verify.py `VerifiedBuild.changed`).
 """
@@ -98,6 +99,10 @@ class PreviousBuild:
         try:
             if DICTIONARIES not in entry.tag.files:
                 raise _DamagedError(f"tag {tag} lists no {DICTIONARIES}")
+            # The manifest's list of the tag's files is not taken on trust: a name it
+            # lacks would make an incomplete tag that still publishes.
+            if _listing(self.folder / entry.folder) != set(entry.tag.files):
+                raise _DamagedError(f"tag {tag}: its folder is not what the manifest lists")
             for name, file in entry.tag.files.items():
                 _take(self.folder / entry.folder / name, into / name, file)
         except (OSError, _DamagedError):
@@ -151,6 +156,21 @@ def _entry(entry: dict[str, Any], mirrors: dict[str, Any], manifest: Manifest) -
 
 def _is_problem(value: object) -> bool:
     return isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)
+
+
+def _listing(folder: Path) -> set[str]:
+    """The names of everything in `folder` but its subfolders, relative to it (a link to
+    a folder is named, not followed); nothing is read."""
+
+    def fail(error: OSError) -> None:
+        raise error
+
+    names: set[str] = set()
+    for parent, folders, files in os.walk(folder, onerror=fail):
+        inside = Path(parent).relative_to(folder)
+        links = [name for name in folders if (Path(parent) / name).is_symlink()]
+        names.update((inside / name).as_posix() for name in (*files, *links))
+    return names
 
 
 def _take(source: Path, target: Path, file: FileEntry) -> None:
