@@ -7,13 +7,14 @@ be made), checked against the previous manifest's sizes and checksums as they ar
 listed in the new manifest with those checksums. What the manifest said of the tag (its
 counts, its problems) is carried over with it.
 
-Never a failure: a previous build that is missing, of another format, unreadable or malformed
-(any value of its manifest not of the type written: a bool is not a count) is no
+Never a failure: a previous build that is missing, of another format, unreadable or
+malformed (any value of its manifest not of the type written: a bool is not a count) is no
 previous build, and a tag whose files are missing, damaged or cannot be linked is built
 again from its sources, as is one whose folder holds other files than its manifest lists
-(a folder is listed, not read). Builds are read-only once published, so sharing their files'
-inodes is safe; a file changed in place afterwards would show in both builds, and each
-server notices it (index/disk/verify.py `VerifiedBuild.changed`).
+(a folder is listed, not read). cachegql writes nothing into a build once it is published
+(its files are not chmod'ed read-only), so sharing their inodes is safe; a file changed in
+place by someone else would show in both builds, and each server notices it
+(index/disk/verify.py `VerifiedBuild.changed`).
 """
 
 from __future__ import annotations
