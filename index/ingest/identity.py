@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cachegql.index.ingest.buildcache import MANIFEST, SPEC_FILE_SUFFIXES, V3_INDEX, V3_SPECS
+from cachegql.index.ingest.buildcache import (
+    MANIFEST,
+    V3_INDEX,
+    V3_SPECS,
+    spec_file_paths,
+    v2_folder,
+    view_names,
+)
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.spackdb import SourceFormatError
@@ -181,22 +188,20 @@ def _is_mirror(request: CacheRequest) -> bool:
 
 def _look(root: Location) -> Stock | None:
     """A local mirror's `Stock`; None if a folder of it cannot be listed."""
-    index, specs = root.join(*V3_INDEX).path, root.join(*V3_SPECS).path
     try:
-        views = (
-            sorted(p.name for p in index.iterdir() if (p / MANIFEST).is_file())
-            if index.is_dir()
-            else []
-        )
+        views = view_names(root) if root.join(*V3_INDEX).path.is_dir() else []
         # A spec manifest per binary (a million at 1M specs), each read for its tarball's
         # size: their names, sizes and times stand for them, as reading them would not be
         # cheap. A manifest rewritten to the same size in the same nanosecond is missed.
+        specs = root.join(*V3_SPECS).path
         manifests = [_stat(p) for p in sorted(specs.glob("*/*.spec.manifest.json"))]
-        local = root.path if _holds_index(root.path) else root.path / "build_cache"
-        files = None if (local / "index.json").is_file() else [_stat(p) for p in _spec_files(local)]
-    except OSError:  # a folder that cannot be listed, a file gone since it was listed
+        local = v2_folder(root).path
+        files = None
+        if not (local / "index.json").is_file():
+            files = tuple(_stat(p) for p in spec_file_paths(Location(str(local))))
+    except (OSError, ReadError):  # a folder that cannot be listed, a file gone since
         return None
-    return Stock(tuple(views), tuple(manifests), local, None if files is None else tuple(files))
+    return Stock(tuple(views), tuple(manifests), local, files)
 
 
 def _stat(path: Path) -> tuple[str, int, int]:
@@ -258,19 +263,6 @@ def _v2(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
             raise ReadError(f"{local}: its index went during the build") from None
         for part in stock.spec_files:  # no index: its spec files are read instead
             _feed(digest, "spec", *part)
-
-
-def _holds_index(folder: Path) -> bool:
-    """Whether a mirror folder is itself a v2 `build_cache` folder (as `_read_v2` tells)."""
-    return (folder / "index.json").is_file() or any(_spec_files(folder))
-
-
-def _spec_files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    return sorted(
-        p for p in folder.iterdir() if p.name.endswith(SPEC_FILE_SUFFIXES) and p.is_file()
-    )
 
 
 def _sha(data: bytes) -> str:
