@@ -27,6 +27,7 @@ from cachegql.server.fetch import HttpReader
 from tests import oracle_queries as oq
 from tests.conftest import CLI, PAGES, serving
 from tests.http_fixture import MirrorHTTPServer
+from tests.mirror_builder import write_v2_spec_files
 
 TAGS = ("develop", "v0.22", "v0.23")
 STACKS = 3  # besides root: each tag's listing names 4 indexes
@@ -506,3 +507,26 @@ def test_a_tag_folder_unlike_its_manifest_entry_is_read_again(
     assert not (after.folder / "tags" / "1" / "stray.npy").exists()
     assert IndexStore(out).build_id == after.folder.name
     _same_as_full(sources, after, tmp_path)
+
+
+def test_a_spec_file_mirror_changed_during_the_build_is_read_again(
+    sources: Path, tmp_path: Path
+) -> None:
+    """A local v2 mirror of spec files (no index) is known by its files' names, sizes and
+    times, taken before the ingest: unchanged, it is reused; one spec file removed while
+    the build runs makes the next build read its tag again."""
+    out, mirror = tmp_path / "ix", tmp_path / "spec-mirror"
+    label = _listing(sources)["develop"][1]["label"]
+    spec_files = write_v2_spec_files(_index_file(sources, "develop", label), mirror / "build_cache")
+    given = [mirror, sources / "listing.json"]
+    build_index(given, out, tag="develop")
+    assert build_index(given, out, tag="develop").reused == list(TAGS)
+
+    def remove(done: int, _: int) -> None:
+        if done == 2:  # the mirror, develop's first cache, is read: the listing's next
+            spec_files[0].unlink()
+
+    build_index(given, out, tag="develop", on_progress=remove, full=True)
+    after = build_index(given, out, tag="develop")
+    assert after.reused == ["v0.22", "v0.23"]
+    assert build_index(given, out, tag="develop").reused == list(TAGS)
