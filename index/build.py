@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import gc
+import hashlib
 import resource
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -31,27 +32,59 @@ from cachegql.index.ingest import (
     ingest_pages,
     plan_sources,
 )
-from cachegql.index.ingest.identity import RecordingOpener, tag_fingerprint
+from cachegql.index.ingest.identity import RecordingOpener, tag_fingerprint, take_stock
 from cachegql.index.ingest.recognise import Plan
 from cachegql.index.records import Problem
 
-__all__ = ["CODE_REVISION", "BuildError", "BuildReport", "build_index"]
+__all__ = [
+    "CODE_FILES",
+    "CODE_REVISION",
+    "BuildError",
+    "BuildReport",
+    "build_index",
+    "code_digest",
+    "fingerprint_salt",
+]
 
-# Bump when a change of the code makes other files of the same sources (the ingest, the
-# writer): a tag written by older code is then never reused. The installed version is
-# part of the fingerprint too, but it does not change between two commits of a checkout.
+# The source files (under the `cachegql.index` package) that decide what a build writes
+# for given sources: the ingest, the writers and what they use. Their sha256 is part of
+# every tag's fingerprint, so a change to any of them rebuilds every tag.
+CODE_FILES = (
+    "build.py",
+    "binary_urls.py",
+    "fields.py",
+    "records.py",
+    "ingest/**/*.py",
+    "spack/**/*.py",
+    "disk/write*.py",
+    "disk/dagwrite.py",
+    "disk/walk.py",
+    "disk/columns.py",
+    "disk/layout.py",
+    "disk/text.py",
+)
+
+# A manual bump on top of the code's digest, for a change outside CODE_FILES that changes
+# what is written (a dependency's behaviour, say).
 CODE_REVISION = 1
 
 
-def _installed_version() -> str:
-    try:
-        return version("cachegql")
-    except PackageNotFoundError:
-        return "0+unknown"
+def code_digest(package: Path) -> str:
+    """The sha256 of the CODE_FILES of the `cachegql.index` package folder `package`,
+    names and contents."""
+    digest = hashlib.sha256()
+    paths = {path for pattern in CODE_FILES for path in package.glob(pattern) if path.is_file()}
+    for path in sorted(paths, key=lambda p: p.relative_to(package).as_posix()):
+        digest.update(f"{path.relative_to(package).as_posix()}\n".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
-# Besides a tag's sources, what its files depend on (index/ingest/identity.py).
-FINGERPRINT_SALT = (FORMAT_VERSION, _installed_version(), CODE_REVISION)
+@cache
+def fingerprint_salt() -> tuple[object, ...]:
+    """Besides a tag's sources, what its files depend on (index/ingest/identity.py): the
+    format and the code; found once, when a first fingerprint is."""
+    return (FORMAT_VERSION, code_digest(Path(__file__).parent), CODE_REVISION)
 
 
 class BuildError(Exception):
@@ -211,7 +244,7 @@ class _TagBuild:
         earlier = self.previous.fingerprint(tag) if self.previous and cached_only else None
         if self.previous is not None and earlier is not None:
             self.compared += 1
-            fingerprint = tag_fingerprint(tag, requests, self.opener, FINGERPRINT_SALT)
+            fingerprint = tag_fingerprint(tag, requests, self.opener, fingerprint_salt())
             reused = None
             if fingerprint == earlier:
                 reused = self.previous.reuse(tag, earlier, self.folder / folder)
@@ -222,11 +255,17 @@ class _TagBuild:
                 return
         result = self.result
         problems, caches, merged = len(result.problems), result.caches, result.merged_duplicates
-        # Its fingerprint from what is read, without reading anything twice.
+        # Its fingerprint from what is read, without reading anything twice: the bodies
+        # read through the opener, as read; what the ingest reads past it (the listings,
+        # spec manifests and spec files of local mirrors), by names, sizes and times taken
+        # before it reads them. Nothing is read for the fingerprint after the ingest.
         recording = RecordingOpener(self.opener)
+        if cached_only:
+            take_stock(requests, recording)
         ingest_caches(
             tag, requests, result, opener=recording, strict=self.strict, on_source=self.count
         )
+        recording.frozen = True
         table, graph = result.tables.pop(tag, None), result.graphs.pop(tag, None)
         if table is None:
             return  # none of its caches could be read: no tag
@@ -234,8 +273,11 @@ class _TagBuild:
         del table, graph
         gc.collect()  # the tag's records go now, cycles too (the collector is paused)
         fingerprint = None
-        if cached_only:
-            fingerprint = tag_fingerprint(tag, requests, recording, FINGERPRINT_SALT)
+        # A tag missing a cache, or any part of one, that failed to read is no picture of
+        # its sources: without a fingerprint, it is read again next time.
+        complete = result.caches - caches == len(requests) and not recording.failures
+        if cached_only and complete:
+            fingerprint = tag_fingerprint(tag, requests, recording, fingerprint_salt())
         self._add_entry(
             tag,
             folder,

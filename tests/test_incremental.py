@@ -18,13 +18,16 @@ from typing import Any
 import orjson
 import pytest
 
+import cachegql.index
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import IndexStore, StrictModeError, build_index
-from cachegql.index.build import BuildReport
+from cachegql.index.build import BuildReport, code_digest
+from cachegql.index.ingest import SourceLimits
 from cachegql.server.fetch import HttpReader
 from tests import oracle_queries as oq
 from tests.conftest import CLI, PAGES, serving
 from tests.http_fixture import MirrorHTTPServer
+from tests.mirror_builder import write_v2_spec_files
 
 TAGS = ("develop", "v0.22", "v0.23")
 STACKS = 3  # besides root: each tag's listing names 4 indexes
@@ -322,3 +325,208 @@ def test_strict_fails_on_the_problems_of_a_reused_tag(sources: Path, tmp_path: P
         _build(sources, out, strict=True)
     assert str(caught.value) == str(first.problems[0])
     assert out.resolve() == first.folder  # nothing published
+
+
+def _index_blob(mirror: Path, view: str | None = None) -> Path:
+    """The blob a local v3 mirror's index manifest (or a view's) names."""
+    folder = mirror / "v3" / "manifests" / "index"
+    manifest = json.loads(
+        ((folder / view) if view else folder).joinpath("index.manifest.json").read_text()
+    )
+    checksum: str = next(r["checksum"] for r in manifest["data"] if "spack.db" in r["mediaType"])
+    return mirror / "blobs" / "sha256" / checksum[:2] / checksum
+
+
+def _mirror_and_listing(sources: Path, out: Path) -> tuple[Path, BuildReport]:
+    """Build the listing plus develop's local v3 mirror (in tag develop): the mirror and
+    the build."""
+    mirror = sources / "develop" / "mirror"
+    return mirror, build_index([sources / "listing.json", mirror], out, tag="develop")
+
+
+def test_a_v3_blob_that_failed_to_read_is_read_again_once_restored(
+    sources: Path, tmp_path: Path
+) -> None:
+    """A cache whose index blob is missing is left out of its tag with a problem: the tag
+    gets no fingerprint, so it is read again once the blob is back."""
+    out = tmp_path / "ix"
+    blob = _index_blob(sources / "develop" / "mirror")
+    blob.rename(blob.with_name("away"))
+    _, degraded = _mirror_and_listing(sources, out)
+    assert degraded.caches == 12 and any("skipped" in str(p) for p in degraded.problems)
+    assert _manifest(degraded.folder)["tags"][0]["fingerprint"] is None
+    blob.with_name("away").rename(blob)
+    _, after = _mirror_and_listing(sources, out)
+    assert after.reused == ["v0.22", "v0.23"] and after.caches == 13
+    assert not any("skipped" in str(p) for p in after.problems)
+    full = build_index(
+        [sources / "listing.json", sources / "develop" / "mirror"],
+        tmp_path / "full",
+        tag="develop",
+        full=True,
+    )
+    _same(after, full)
+
+
+def test_a_v3_view_blob_that_failed_to_read_is_read_again_once_restored(
+    sources: Path, tmp_path: Path
+) -> None:
+    """A view whose blob is missing is skipped, its cache read: the tag still gets no
+    fingerprint."""
+    out = tmp_path / "ix"
+    mirror = sources / "develop" / "mirror"
+    view = sorted(p.name for p in (mirror / "v3" / "manifests" / "index").iterdir() if p.is_dir())[
+        0
+    ]
+    blob = _index_blob(mirror, view)
+    blob.rename(blob.with_name("away"))
+    _, degraded = _mirror_and_listing(sources, out)
+    assert degraded.caches == 13 and any("view skipped" in str(p) for p in degraded.problems)
+    blob.with_name("away").rename(blob)
+    _, after = _mirror_and_listing(sources, out)
+    assert after.reused == ["v0.22", "v0.23"]
+    assert not any("view skipped" in str(p) for p in after.problems)
+    assert view in _stacks(out, "develop")
+
+
+def test_a_remote_v2_that_failed_to_read_is_read_again_and_not_asked_twice(
+    sources: Path, tmp_path: Path
+) -> None:
+    """A remote v2 mirror whose `index.json.hash` answers 500 once: skipped in the first
+    build, whose fingerprint does not ask for it again; read in the next."""
+    out = tmp_path / "ix"
+    hash_file = "develop/stacks/root/build_cache/index.json.hash"
+    with MirrorHTTPServer(sources) as http, HttpReader(tmp_path / "fetch", retries=0) as reader:
+        mirror = http.url_for("develop/stacks/root")
+        sources_ = [http.url_for("listing.json"), mirror]
+        http.server_error(hash_file, times=1)
+        degraded = build_index(sources_, out, reader=reader, tag="develop")
+        assert degraded.caches == 12 and any("skipped" in str(p) for p in degraded.problems)
+        assert len([e for e in http.requests("/") if e.path == "/" + hash_file]) == 1
+        after = build_index(sources_, out, reader=reader, tag="develop")
+        assert after.reused == ["v0.22", "v0.23"] and after.caches == 13
+        _same(
+            after, build_index(sources_, tmp_path / "full", reader=reader, tag="develop", full=True)
+        )
+
+
+def test_a_spec_manifest_rewritten_during_the_build_is_read_again(
+    sources: Path, tmp_path: Path
+) -> None:
+    """The fingerprint is of the files as they were before the ingest read them: one
+    rewritten while the build runs makes the next build read its tag again."""
+    out, mirror = tmp_path / "ix", sources / "develop" / "mirror"
+    spec_manifest = sorted((mirror / "v3" / "manifests" / "spec").glob("*/*.json"))[0]
+
+    def rewrite(done: int, _: int) -> None:
+        if done == 2:  # the mirror, develop's first cache, is read: the listing's next
+            data = spec_manifest.read_bytes().replace(b'"contentLength"', b'"x"')
+            spec_manifest.write_bytes(data)
+
+    during = build_index(
+        [mirror, sources / "listing.json"], out, tag="develop", on_progress=rewrite
+    )
+    assert not any("without a tarball size" in str(p) for p in during.problems)
+    after = build_index([mirror, sources / "listing.json"], out, tag="develop")
+    assert after.reused == ["v0.22", "v0.23"]
+    assert any("without a tarball size" in str(p) for p in after.problems)
+
+
+def test_a_change_to_the_code_that_writes_changes_the_fingerprints(tmp_path: Path) -> None:
+    """The code's part of every fingerprint is the digest of the files that decide what
+    is written: a copy of the package digests the same until one of them changes."""
+    package = Path(cachegql.index.__file__).parent
+    copy = Path(
+        shutil.copytree(package, tmp_path / "index", ignore=shutil.ignore_patterns("__pycache__"))
+    )
+    digest = code_digest(package)
+    assert code_digest(copy) == digest
+    (copy / "query" / "search.py").write_text("# not what a build writes\n")
+    assert code_digest(copy) == digest
+    for changed in ("ingest/buildcache.py", "disk/write.py", "spack/versions.py", "records.py"):
+        with (copy / changed).open("a") as file:
+            file.write("\n")
+        assert code_digest(copy) != digest, changed
+        digest = code_digest(copy)
+    (copy / "ingest" / "new_module.py").write_text("")
+    assert code_digest(copy) != digest
+
+
+def test_only_the_limits_on_content_are_in_the_fingerprint(sources: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ix"
+    _build(sources, out)
+    fewer_fetches = SourceLimits(max_fetches=1, max_seconds=60, max_redirects=1)
+    assert _build(sources, out, limits=fewer_fetches).reused == list(TAGS)
+    assert _build(sources, out, limits=SourceLimits(max_bytes=1 << 29)).reused == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda m: m.update(mirrors=None), id="mirrors-null"),
+        pytest.param(lambda m: m.update(mirrors=[]), id="mirrors-list"),
+        pytest.param(lambda m: m.update(tags={}), id="tags-object"),
+        pytest.param(lambda m: m["tags"][1].update(specs=True), id="count-bool"),
+        pytest.param(lambda m: m["tags"][1].update(caches="4"), id="count-string"),
+        pytest.param(lambda m: m["tags"][1].update(problems=[["only a path"]]), id="problem"),
+        pytest.param(lambda m: m["tags"][1].update(fingerprint=1), id="fingerprint-int"),
+        pytest.param(lambda m: m["mirrors"].update({"v0.22": ["a list"]}), id="tag-mirrors"),
+    ],
+)
+def test_a_malformed_previous_manifest_means_a_full_build(
+    sources: Path, tmp_path: Path, damage: Any
+) -> None:
+    out = tmp_path / "ix"
+    before = _build(sources, out)
+    manifest = _manifest(before.folder)
+    manifest.setdefault("mirrors", {})
+    damage(manifest)
+    (before.folder / "manifest.json").write_text(json.dumps(manifest))
+    after = _build(sources, out)
+    assert after.reused == [] and after.compared == 0
+    assert after.tags == before.tags
+
+
+@pytest.mark.parametrize("change", ["unlisted", "extra"])
+def test_a_tag_folder_unlike_its_manifest_entry_is_read_again(
+    sources: Path, tmp_path: Path, change: str
+) -> None:
+    """A file of the tag's folder the manifest does not list (or the other way round):
+    the tag is read again, not published incomplete."""
+    out = tmp_path / "ix"
+    before = _build(sources, out)
+    if change == "unlisted":
+        manifest = _manifest(before.folder)
+        del manifest["files"]["tags/1/size.npy"]
+        (before.folder / "manifest.json").write_text(json.dumps(manifest))
+    else:
+        (before.folder / "tags" / "1" / "stray.npy").write_bytes(b"")
+    after = _build(sources, out)
+    assert after.reused == ["develop", "v0.23"]
+    assert (after.folder / "tags" / "1" / "size.npy").is_file()
+    assert not (after.folder / "tags" / "1" / "stray.npy").exists()
+    assert IndexStore(out).build_id == after.folder.name
+    _same_as_full(sources, after, tmp_path)
+
+
+def test_a_spec_file_mirror_changed_during_the_build_is_read_again(
+    sources: Path, tmp_path: Path
+) -> None:
+    """A local v2 mirror of spec files (no index) is known by its files' names, sizes and
+    times, taken before the ingest: unchanged, it is reused; one spec file removed while
+    the build runs makes the next build read its tag again."""
+    out, mirror = tmp_path / "ix", tmp_path / "spec-mirror"
+    label = _listing(sources)["develop"][1]["label"]
+    spec_files = write_v2_spec_files(_index_file(sources, "develop", label), mirror / "build_cache")
+    given = [mirror, sources / "listing.json"]
+    build_index(given, out, tag="develop")
+    assert build_index(given, out, tag="develop").reused == list(TAGS)
+
+    def remove(done: int, _: int) -> None:
+        if done == 2:  # the mirror, develop's first cache, is read: the listing's next
+            spec_files[0].unlink()
+
+    build_index(given, out, tag="develop", on_progress=remove, full=True)
+    after = build_index(given, out, tag="develop")
+    assert after.reused == ["v0.22", "v0.23"]
+    assert build_index(given, out, tag="develop").reused == list(TAGS)

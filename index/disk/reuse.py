@@ -7,11 +7,14 @@ be made), checked against the previous manifest's sizes and checksums as they ar
 listed in the new manifest with those checksums. What the manifest said of the tag (its
 counts, its problems) is carried over with it.
 
-Never a failure: a previous build that is missing, of another format or unreadable is no
+Never a failure: a previous build that is missing, of another format, unreadable or
+malformed (any value of its manifest not of the type written: a bool is not a count) is no
 previous build, and a tag whose files are missing, damaged or cannot be linked is built
-again from its sources. Builds are read-only once published, so sharing their files'
-inodes is safe; a file changed in place afterwards would show in both builds, and each
-server notices it (index/disk/verify.py `VerifiedBuild.changed`).
+again from its sources, as is one whose folder holds other files than its manifest lists
+(a folder is listed, not read). cachegql writes nothing into a build once it is published
+(its files are not chmod'ed read-only), so sharing their inodes is safe; a file changed in
+place by someone else would show in both builds, and each server notices it
+(index/disk/verify.py `VerifiedBuild.changed`).
 """
 
 from __future__ import annotations
@@ -55,74 +58,120 @@ class ReusedTag:
 
 
 @dataclass(frozen=True)
+class _Entry:
+    """A tag of the previous manifest: its fingerprint, folder, and what reusing it gives."""
+
+    fingerprint: str | None
+    folder: str
+    tag: ReusedTag
+
+
+@dataclass(frozen=True)
 class PreviousBuild:
     """The build `--out` points to, as far as its manifest can be read."""
 
     folder: Path
     manifest: Manifest
+    tags: dict[str, _Entry]
 
     @classmethod
     def open(cls, out: Path) -> PreviousBuild | None:
         """The build at `out`, or None if there is none usable (no link, another
-        format, an unreadable manifest): the build is then a full one."""
+        format, an unreadable or malformed manifest): the build is then a full one."""
         if not out.is_symlink():
             return None
         try:
             folder = out.resolve(strict=True)
-            return cls(folder, read_manifest(out, folder))
-        except (OSError, RuntimeError, IndexLoadError):
+            manifest = read_manifest(out, folder)
+            return cls(folder, manifest, _entries(manifest))
+        except (OSError, RuntimeError, IndexLoadError, ValueError):
             return None
 
     def fingerprint(self, tag: str) -> str | None:
-        entry = self._entry(tag)
-        value = entry.get("fingerprint") if entry is not None else None
-        return value if isinstance(value, str) else None
+        entry = self.tags.get(tag)
+        return entry.fingerprint if entry is not None else None
 
     def reuse(self, tag: str, fingerprint: str, into: Path) -> ReusedTag | None:
         """Put the files of `tag` into the new, absent folder `into` if its fingerprint is
         unchanged and its files are intact; else None, and `into` is left absent."""
-        entry = self._entry(tag)
-        if entry is None or self.fingerprint(tag) != fingerprint:
+        entry = self.tags.get(tag)
+        if entry is None or entry.fingerprint != fingerprint:
             return None
         try:
-            reused = _parse(tag, entry, self.manifest)
-            for name, file in reused.files.items():
-                _take(self.folder / entry["folder"] / name, into / name, file)
-        except (OSError, _DamagedError, KeyError, TypeError, ValueError):
+            if DICTIONARIES not in entry.tag.files:
+                raise _DamagedError(f"tag {tag} lists no {DICTIONARIES}")
+            # The manifest's list of the tag's files is not taken on trust: a name it
+            # lacks would make an incomplete tag that still publishes.
+            if _listing(self.folder / entry.folder) != set(entry.tag.files):
+                raise _DamagedError(f"tag {tag}: its folder is not what the manifest lists")
+            for name, file in entry.tag.files.items():
+                _take(self.folder / entry.folder / name, into / name, file)
+        except (OSError, _DamagedError):
             shutil.rmtree(into, ignore_errors=True)
             return None
-        return reused
-
-    def _entry(self, tag: str) -> dict[str, Any] | None:
-        for entry in self.manifest.data.get("tags", []):
-            if isinstance(entry, dict) and entry.get("name") == tag:
-                return entry
-        return None
+        return entry.tag
 
 
-def _parse(tag: str, entry: dict[str, Any], manifest: Manifest) -> ReusedTag:
-    """The tag's entry, checked for shape; ValueError if it is not as written."""
-    prefix = f"{entry['folder']}/"
+def _entries(manifest: Manifest) -> dict[str, _Entry]:
+    """Every tag of the manifest, each entry checked for shape (read_manifest checked
+    their names and folders); ValueError if anything is not as written."""
+    tags, mirrors = manifest.data.get("tags"), manifest.data.get("mirrors", {})
+    if not isinstance(tags, list) or not isinstance(mirrors, dict):
+        raise ValueError("the manifest's tags or mirrors are not as written")
+    return {entry["name"]: _entry(entry, mirrors, manifest) for entry in tags}
+
+
+def _entry(entry: dict[str, Any], mirrors: dict[str, Any], manifest: Manifest) -> _Entry:
+    tag, folder, fingerprint = entry["name"], entry["folder"], entry.get("fingerprint")
+    counts: list[Any] = [entry.get(k) for k in ("packages", "specs", "caches", "merged_duplicates")]
+    # `type(...) is int`: JSON's true is a bool, which Python counts as an int.
+    if not all(type(n) is int and n >= 0 for n in counts):
+        raise ValueError(f"tag {tag}: counts are not counts")
+    if fingerprint is not None and not isinstance(fingerprint, str):
+        raise ValueError(f"tag {tag}: the fingerprint is not a string")
+    problems = entry.get("problems")
+    if not isinstance(problems, list) or not all(_is_problem(p) for p in problems):
+        raise ValueError(f"tag {tag}: problems are not [path, message] pairs")
+    tag_mirrors = mirrors.get(tag, {})
+    if not isinstance(tag_mirrors, dict):
+        raise ValueError(f"tag {tag}: mirrors are not an object")
+    prefix = f"{folder}/"
     files = {
         name.removeprefix(prefix): file
         for name, file in manifest.files.items()
         if name.startswith(prefix)
     }
-    if DICTIONARIES not in files:
-        raise ValueError(f"tag {tag} lists no {DICTIONARIES}")
-    packages, specs, caches, merged = (
-        entry["packages"],
-        entry["specs"],
-        entry["caches"],
-        entry["merged_duplicates"],
+    packages, specs, caches, merged = counts
+    reused = ReusedTag(
+        tag,
+        packages,
+        specs,
+        caches,
+        merged,
+        [Problem(path, message) for path, message in problems],
+        tag_mirrors,
+        files,
     )
-    if not all(isinstance(n, int) and n >= 0 for n in (packages, specs, caches, merged)):
-        raise ValueError(f"tag {tag}: counts are not counts")
-    problems = [Problem(str(path), str(message)) for path, message in entry["problems"]]
-    mirrors = manifest.data.get("mirrors", {}).get(tag, {})
-    if not isinstance(mirrors, dict):
-        raise ValueError(f"tag {tag}: mirrors are not an object")
-    return ReusedTag(tag, packages, specs, caches, merged, problems, mirrors, files)
+    return _Entry(fingerprint, folder, reused)
+
+
+def _is_problem(value: object) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)
+
+
+def _listing(folder: Path) -> set[str]:
+    """The names of everything in `folder` but its subfolders, relative to it (a link to
+    a folder is named, not followed); nothing is read."""
+
+    def fail(error: OSError) -> None:
+        raise error
+
+    names: set[str] = set()
+    for parent, folders, files in os.walk(folder, onerror=fail):
+        inside = Path(parent).relative_to(folder)
+        links = [name for name in folders if (Path(parent) / name).is_symlink()]
+        names.update((inside / name).as_posix() for name in (*files, *links))
+    return names
 
 
 def _take(source: Path, target: Path, file: FileEntry) -> None:

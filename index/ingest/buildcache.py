@@ -357,3 +357,25 @@ def json_error(error: orjson.JSONDecodeError) -> str:
     if "depth limit" in str(error) or "recursion" in str(error).lower():
         return f"not valid JSON: nested deeper than {JSON_MAX_DEPTH:,} levels"
     return f"not valid JSON ({error})"
+
+
+# Discovery as the readers above do it, for what must find the same files without reading
+# them (the fingerprints of index/ingest/identity.py).
+__all__ += ["spec_file_paths", "v2_folder", "view_names"]
+
+
+def v2_folder(root: Location) -> Location:
+    """The folder of a v2 mirror's index or spec files, as `_read_v2` picks it."""
+    if root.is_url or (not (root.path / "index.json").is_file() and not _has_spec_files(root)):
+        return root.join("build_cache")
+    return root
+
+
+def spec_file_paths(folder: Location) -> list[Path]:
+    """The spec files `read_spec_files` reads in a local folder, in its order."""
+    return [location.path for location in _spec_files(folder)] if folder.path.is_dir() else []
+
+
+def view_names(root: Location) -> list[str]:
+    """The views of a local v3 mirror, in the order `_read_v3` reads them."""
+    return sorted(p.name for p in _listing(root.join(*V3_INDEX)) if (p / MANIFEST).is_file())

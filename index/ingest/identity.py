@@ -4,12 +4,15 @@ that let a rebuild reuse the tags whose sources did not change (index/build.py).
 An identity changes whenever what the ingest would read from a cache changes, and it
 is cheap to find: a v3 mirror's index manifest names its blob by sha256, so the small
 manifest stands for the blob; a remote v2 mirror has `index.json.hash`; a local index
-or spec file is hashed whole (hashing runs ~1.5 GB/s, parsing ~0.2 GB/s). Where it
-cannot be told cheaply and for sure (an OCI registry; any read that fails), there is
-no identity, and the tag is read again: a missing identity costs time, never answers.
+or spec file is hashed whole (hashing runs ~1.5 GB/s, parsing ~0.2 GB/s); the many small
+files of a local mirror read past the opener (spec manifests, the spec files of a v2
+mirror without an index) are known by name, size and time (`Stock`). Where it cannot be
+told cheaply and for sure (an OCI registry; any read that failed), there is no identity,
+and the tag is read again: a missing identity costs time, never answers.
 
 A tag read anyway is read through a `RecordingOpener`, which keeps the digest of every
-body: its fingerprint is then found from what was read, without a second request.
+body (and every failure) as the ingest read it, its `Stock` taken before: its fingerprint
+is then found from what was read, reading nothing twice and nothing after.
 """
 
 from __future__ import annotations
@@ -17,24 +20,65 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from cachegql.index.ingest.buildcache import MANIFEST, SPEC_FILE_SUFFIXES, V3_INDEX, V3_SPECS
-from cachegql.index.ingest.files import read_regular
+from cachegql.index.ingest.buildcache import (
+    MANIFEST,
+    V3_INDEX,
+    V3_SPECS,
+    spec_file_paths,
+    v2_folder,
+    view_names,
+)
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.spackdb import SourceFormatError
 
-__all__ = ["RecordingOpener", "cache_identity", "tag_fingerprint"]
+__all__ = [
+    "CONTENT_LIMITS",
+    "RecordingOpener",
+    "Stock",
+    "cache_identity",
+    "tag_fingerprint",
+    "take_stock",
+]
+
+
+# The limits (index/ingest/limits.py) that decide what a tag holds: a body over
+# `max_bytes` or expanding past `max_expansion` is skipped, and a reused tag's stand-ins
+# (a manifest for its blob) would not tell. The others are budgets of time and count
+# (`max_seconds`, `max_redirects`, `max_fetches`): what the network did that day, not
+# what the sources hold; a read that runs out of one fails, and its tag gets no
+# fingerprint. `max_listing_entries` bounds a listing, whose stacks are a tag's requests,
+# which are part of its fingerprint already.
+CONTENT_LIMITS = ("max_bytes", "max_expansion")
+
+
+class _Digest(Protocol):
+    """What is fed: a hashlib object."""
+
+    def update(self, data: bytes, /) -> None: ...
 
 
 class RecordingOpener(Opener):
-    """An opener that remembers the sha256 of each body it read, and each location it
-    found missing, for the identities of what it read (`tag_fingerprint`)."""
+    """An opener that remembers the sha256 of each body it read, each location it
+    found missing and each read that failed, for the identities of what it read
+    (`tag_fingerprint`)."""
 
     def __init__(self, opener: Opener) -> None:
         super().__init__(opener.reader, opener.limits)
         self.digests: dict[str, str | None] = {}
+        # Reads that failed otherwise than by a missing location (a 503, a timeout, a
+        # checksum mismatch, a blob a manifest names but is missing): a tag with any of
+        # them is not what its sources hold, so it gets no fingerprint.
+        self.failures: dict[str, str] = {}
+        # What of local mirrors is known by listing and `stat` (`take_stock`), and whether
+        # reading is over: a frozen opener reads nothing more, so that a fingerprint is
+        # only ever of what the ingest read.
+        self.stock: dict[str, Stock | None] = {}
+        self.frozen = False
 
     def read(self, location: Location) -> bytes:
         try:
@@ -42,17 +86,29 @@ class RecordingOpener(Opener):
         except NotFoundError:
             self.digests[location.text] = None
             raise
+        except ReadError as exc:
+            self.failures[location.text] = str(exc)
+            raise
         self.digests[location.text] = _sha(data)
         return data
 
     def read_verified(self, location: Location, sha256: str) -> bytes:
-        data = super().read_verified(location, sha256)
-        self.digests[location.text] = sha256
+        try:
+            data = super().read_verified(location, sha256)
+        except ReadError as exc:  # a missing blob too: its manifest names it
+            self.failures[location.text] = str(exc)
+            raise
+        self.digests[location.text] = sha256.lower()
         return data
 
     def digest(self, location: Location) -> str:
-        """The sha256 of the body at `location`, as read already if it was."""
+        """The sha256 of the body at `location`, as read already if it was; ReadError
+        again, without a second request, if reading it failed."""
+        if location.text in self.failures:
+            raise ReadError(self.failures[location.text])
         if location.text not in self.digests:
+            if self.frozen:
+                raise ReadError(f"{location}: not read by the ingest")
             self.read(location)
         digest = self.digests[location.text]
         if digest is None:
@@ -67,7 +123,8 @@ def tag_fingerprint(
     (`salt`: the index format, the code's revision; the limits sources are read within).
     None when one of its caches has no identity."""
     digest = hashlib.sha256()
-    _feed(digest, "tag", tag, repr(opener.limits), *salt)
+    bounds = [getattr(opener.limits, name) for name in CONTENT_LIMITS]
+    _feed(digest, "tag", tag, *bounds, *salt)
     recording = opener if isinstance(opener, RecordingOpener) else RecordingOpener(opener)
     for request in requests:
         identity = cache_identity(request, recording)
@@ -89,9 +146,7 @@ def cache_identity(request: CacheRequest, opener: RecordingOpener) -> str | None
                 _feed(digest, _sha(request.data))
             elif location.is_oci:
                 return None  # its index is found through tags a registry may move
-            elif request.kind in ("index", "spec-file") or (
-                request.kind == "cache" and location.name.endswith(".json")
-            ):
+            elif not _is_mirror(request):
                 _feed(digest, opener.digest(location))
             else:
                 _mirror(location, opener, digest)
@@ -100,7 +155,74 @@ def cache_identity(request: CacheRequest, opener: RecordingOpener) -> str | None
     return digest.hexdigest()
 
 
-def _mirror(root: Location, opener: RecordingOpener, digest: hashlib._Hash) -> None:
+@dataclass(frozen=True)
+class Stock:
+    """What stands for the files of a local mirror that the ingest reads without its
+    opener (by listing folders and reading files directly): its views' names, its spec
+    manifests' and (in a v2 mirror without an index) its spec files' names, sizes and
+    times. Taken before the ingest, so that a file rewritten during it makes the next
+    build read the tag again, never gives a fingerprint of new content over old data."""
+
+    views: tuple[str, ...]
+    spec_manifests: tuple[tuple[str, int, int], ...]
+    v2_folder: Path
+    spec_files: tuple[tuple[str, int, int], ...] | None  # None: it has an index.json
+
+
+def take_stock(requests: Sequence[CacheRequest], opener: RecordingOpener) -> None:
+    """Before a tag's ingest: the `Stock` of each of its local mirrors, into `opener`."""
+    for request in requests:
+        if _is_mirror(request) and not request.location.is_url:
+            opener.stock[request.location.text] = _look(request.location)
+
+
+def _is_mirror(request: CacheRequest) -> bool:
+    location = request.location
+    return not (
+        request.data is not None
+        or location.is_oci
+        or request.kind in ("index", "spec-file")
+        or (request.kind == "cache" and location.name.endswith(".json"))
+    )
+
+
+def _look(root: Location) -> Stock | None:
+    """A local mirror's `Stock`; None if a folder of it cannot be listed."""
+    try:
+        views = view_names(root) if root.join(*V3_INDEX).path.is_dir() else []
+        # A spec manifest per binary (a million at 1M specs), each read for its tarball's
+        # size: their names, sizes and times stand for them, as reading them would not be
+        # cheap. A manifest rewritten to the same size in the same nanosecond is missed.
+        specs = root.join(*V3_SPECS).path
+        manifests = [_stat(p) for p in sorted(specs.glob("*/*.spec.manifest.json"))]
+        local = v2_folder(root).path
+        files = None
+        if not (local / "index.json").is_file():
+            files = tuple(_stat(p) for p in spec_file_paths(Location(str(local))))
+    except (OSError, ReadError):  # a folder that cannot be listed, a file gone since
+        return None
+    return Stock(tuple(views), tuple(manifests), local, files)
+
+
+def _stat(path: Path) -> tuple[str, int, int]:
+    status = path.stat()
+    return path.name, status.st_size, status.st_mtime_ns
+
+
+def _stock_of(root: Location, opener: RecordingOpener) -> Stock:
+    """The stock taken before the ingest, else (before any ingest) taken now."""
+    if root.text in opener.stock:
+        stock = opener.stock[root.text]
+    elif opener.frozen:
+        stock = None
+    else:
+        stock = opener.stock[root.text] = _look(root)
+    if stock is None:
+        raise ReadError(f"{root}: its folders could not be listed before the ingest")
+    return stock
+
+
+def _mirror(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
     """Layout v3 first, then v2, as `read_mirror` tries them."""
     index = root.join(*V3_INDEX)
     try:
@@ -111,19 +233,14 @@ def _mirror(root: Location, opener: RecordingOpener, digest: hashlib._Hash) -> N
     _feed(digest, "v3", manifest)
     if root.is_url:
         return  # views and spec manifests are only read from local mirrors
-    for view in sorted(p.name for p in index.path.iterdir() if (p / MANIFEST).is_file()):
+    stock = _stock_of(root, opener)
+    for view in stock.views:
         _feed(digest, "view", view, opener.digest(index.join(view, MANIFEST)))
-    specs = root.join(*V3_SPECS).path
-    if specs.is_dir():
-        # A spec manifest per binary (a million at 1M specs), each read for its tarball's
-        # size: their names, sizes and times stand for them, as reading them would not be
-        # cheap. A manifest rewritten to the same size in the same nanosecond is missed.
-        for path in sorted(specs.glob("*/*.spec.manifest.json")):
-            status = path.stat()
-            _feed(digest, path.name, status.st_size, status.st_mtime_ns)
+    for part in stock.spec_manifests:
+        _feed(digest, *part)
 
 
-def _v2(root: Location, opener: RecordingOpener, digest: hashlib._Hash) -> None:
+def _v2(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
     if root.is_url:
         # The `.hash` stands for the index (which is checked against it when read); a
         # mirror without one is known by its index's bytes.
@@ -133,7 +250,8 @@ def _v2(root: Location, opener: RecordingOpener, digest: hashlib._Hash) -> None:
         except NotFoundError:
             _feed(digest, "v2", opener.digest(folder.join("index.json")))
         return
-    local = root if _holds_index(root.path) else root.join("build_cache")
+    stock = _stock_of(root, opener)
+    local = Location(str(stock.v2_folder))
     try:
         hash_file = opener.digest(local.join("index.json.hash"))
     except NotFoundError:
@@ -141,27 +259,16 @@ def _v2(root: Location, opener: RecordingOpener, digest: hashlib._Hash) -> None:
     try:
         _feed(digest, "v2", opener.digest(local.join("index.json")), hash_file)
     except NotFoundError:
-        for path in _spec_files(local.path):  # no index: its spec files are read instead
-            _feed(digest, "spec", path.name, _sha(read_regular(path)))
-
-
-def _holds_index(folder: Path) -> bool:
-    """Whether a mirror folder is itself a v2 `build_cache` folder (as `_read_v2` tells)."""
-    return (folder / "index.json").is_file() or any(_spec_files(folder))
-
-
-def _spec_files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    return sorted(
-        p for p in folder.iterdir() if p.name.endswith(SPEC_FILE_SUFFIXES) and p.is_file()
-    )
+        if stock.spec_files is None:  # it had an index when stock was taken
+            raise ReadError(f"{local}: its index went during the build") from None
+        for part in stock.spec_files:  # no index: its spec files are read instead
+            _feed(digest, "spec", *part)
 
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _feed(digest: hashlib._Hash, *values: object) -> None:
+def _feed(digest: _Digest, *values: object) -> None:
     """Each call one JSON line: no two different sequences of values feed the same bytes."""
     digest.update(json.dumps([str(v) for v in values]).encode() + b"\n")
