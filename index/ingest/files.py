@@ -35,6 +35,7 @@ _KINDS = (
 )
 # Opened for reading only, never blocking (a FIFO), never becoming our terminal (a tty).
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_CHUNK = 1 << 20
 
 
 class NotRegularFileError(OSError):
@@ -65,25 +66,45 @@ def open_regular(path: Path) -> BinaryIO:
     Checked before opening (opening a device can have effects of its own) and after,
     on the open file, so a path swapped for a pipe in between is still refused.
     """
+    fd, _ = _open_checked(path)
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: Path) -> bytes:
+    """The whole content of a regular file (index files: legitimately large).
+
+    Read with `os.read` on the checked descriptor, not through a buffered file object:
+    a mirror has a small spec manifest per binary, and the file object's set-up was
+    most of the cost of reading one (20 of 47 us).
+    """
+    fd, status = _open_checked(path)
+    try:
+        chunks = []
+        # The size plus one, so that a file read whole takes one read and one at its end.
+        want = status.st_size + 1
+        while chunk := os.read(fd, want):
+            chunks.append(chunk)
+            want = _CHUNK  # the file grew, or the system reads less at once (2 GB)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _open_checked(path: Path) -> tuple[int, os.stat_result]:
+    """A blocking descriptor on the regular file `path`, and its status (see open_regular)."""
     mode = path.stat().st_mode
     if not stat.S_ISREG(mode):
         raise NotRegularFileError(path, mode)
     fd = os.open(path, _OPEN_FLAGS)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegularFileError(path, mode)
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise NotRegularFileError(path, status.st_mode)
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return fd, status
     except BaseException:
         os.close(fd)
         raise
-
-
-def read_regular(path: Path) -> bytes:
-    """The whole content of a regular file (index files: legitimately large)."""
-    with open_regular(path) as stream:
-        return stream.read()
 
 
 def read_head(path: Path, size: int) -> bytes:
