@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 import pytest
 
-import cachegql.index
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import IndexStore, StrictModeError, build_index
+from cachegql.index import build as build_module
 from cachegql.index.build import BuildReport, code_digest
 from cachegql.index.ingest import SourceLimits
 from cachegql.server.fetch import HttpReader
@@ -435,7 +435,7 @@ def test_a_spec_manifest_rewritten_during_the_build_is_read_again(
 def test_a_change_to_the_code_that_writes_changes_the_fingerprints(tmp_path: Path) -> None:
     """The code's part of every fingerprint is the digest of the files that decide what
     is written: a copy of the package digests the same until one of them changes."""
-    package = Path(cachegql.index.__file__).parent
+    package = Path(build_module.__file__).parent
     copy = Path(
         shutil.copytree(package, tmp_path / "index", ignore=shutil.ignore_patterns("__pycache__"))
     )
