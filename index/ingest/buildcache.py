@@ -50,6 +50,9 @@ __all__ = [
     "read_listing",
     "read_mirror",
     "read_spec_files",
+    "spec_file_paths",
+    "v2_folder",
+    "view_names",
 ]
 
 V3_INDEX = ("v3", "manifests", "index")
@@ -134,7 +137,7 @@ def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
     database = _manifest_database(index.join(MANIFEST), root, opener)
     data = CacheData(str(root), database, {label: binaries(database)}, base=str(root), layout="v3")
     if not root.is_url:  # views and spec manifests are found by listing folders
-        for view in sorted(p.name for p in _listing(index) if (p / MANIFEST).is_file()):
+        for view in view_names(root):
             try:
                 blob = _manifest_blob(index.join(view, MANIFEST), root, opener)
                 data.stacks[view] = binary_hashes(blob, str(index.join(view)))
@@ -223,9 +226,7 @@ def _tarball_size(path: Path) -> int | None:
 
 
 def _read_v2(root: Location, opener: Opener, label: str) -> CacheData:
-    folder = root
-    if root.is_url or (not (root.path / "index.json").is_file() and not _has_spec_files(root)):
-        folder = root.join("build_cache")
+    folder = v2_folder(root)
     index = folder.join("index.json")
     try:
         expected = opener.read(folder.join("index.json.hash")).decode("ascii", "replace").strip()
@@ -359,13 +360,9 @@ def json_error(error: orjson.JSONDecodeError) -> str:
     return f"not valid JSON ({error})"
 
 
-# Discovery as the readers above do it, for what must find the same files without reading
-# them (the fingerprints of index/ingest/identity.py).
-__all__ += ["spec_file_paths", "v2_folder", "view_names"]
-
-
 def v2_folder(root: Location) -> Location:
-    """The folder of a v2 mirror's index or spec files, as `_read_v2` picks it."""
+    """The folder of a v2 mirror's index or spec files (the readers and the fingerprints
+    of index/ingest/identity.py find the same files through these three)."""
     if root.is_url or (not (root.path / "index.json").is_file() and not _has_spec_files(root)):
         return root.join("build_cache")
     return root
@@ -377,5 +374,5 @@ def spec_file_paths(folder: Location) -> list[Path]:
 
 
 def view_names(root: Location) -> list[str]:
-    """The views of a local v3 mirror, in the order `_read_v3` reads them."""
+    """The views of a local v3 mirror, in the order they are read."""
     return sorted(p.name for p in _listing(root.join(*V3_INDEX)) if (p / MANIFEST).is_file())
