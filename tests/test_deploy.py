@@ -50,6 +50,7 @@ def test_each_variant_renders_the_whole_service(rendered: dict[str, dict[str, An
         "PodDisruptionBudget",
         "HorizontalPodAutoscaler",
         "CronJob",
+        "PersistentVolumeClaim",
     }
 
 
@@ -99,7 +100,7 @@ def test_pods_run_as_the_images_user_on_a_read_only_root(
 
 def _written_paths(container: dict[str, Any]) -> list[str]:
     """Where the process writes: its cache folder, its temporary folder, `--out`."""
-    env = {item["name"]: item["value"] for item in container.get("env", [])}
+    env = _env(container)
     paths = [env["CACHEGQL_CACHE_DIR"], env["TMPDIR"]]
     paths += [a.split("=", 1)[1] for a in container["args"] if a.startswith("--out=")]
     return paths
@@ -111,6 +112,32 @@ def test_every_path_written_is_a_volume(rendered: dict[str, dict[str, Any]]) -> 
         mounts = [m["mountPath"] for m in container["volumeMounts"]]
         for path in _written_paths(container):
             assert any(path == m or path.startswith(m + "/") for m in mounts), (name, path)
+
+
+def test_the_indexer_keeps_its_previous_build_on_a_claim(
+    rendered: dict[str, dict[str, Any]],
+) -> None:
+    """`--out` and the download cache outlive the job, so a scheduled build reuses the
+    unchanged tags of the last one instead of reading everything again."""
+    pod = _pods(rendered)["indexer"]
+    (container,) = pod["containers"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    claim = rendered["PersistentVolumeClaim"]["metadata"]["name"]
+    for path in _written_paths(container):
+        if path == _env(container)["TMPDIR"]:
+            continue
+        (mount,) = [
+            m
+            for m in container["volumeMounts"]
+            if path == m["mountPath"] or path.startswith(m["mountPath"] + "/")
+        ]
+        assert volumes[mount["name"]].get("persistentVolumeClaim") == {"claimName": claim}, path
+    assert "--full" not in container["args"]
+    assert rendered["CronJob"]["spec"]["concurrencyPolicy"] == "Forbid"  # one writer of the claim
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {item["name"]: item["value"] for item in container.get("env", [])}
 
 
 def test_the_commands_are_the_clis(rendered: dict[str, dict[str, Any]]) -> None:
