@@ -43,13 +43,15 @@ __all__ = [
     "expand",
     "load_array",
     "narrow",
+    "narrow_offsets",
 ]
 
 Rows = npt.NDArray[np.int32]
 Codes = npt.NDArray[np.int32]
 Narrow = npt.NDArray[np.integer[Any]]
 """Codes as held in memory: in the narrowest unsigned type their dictionary fits (`narrow`)."""
-Offsets = npt.NDArray[np.int64]
+Offsets = npt.NDArray[np.signedinteger[Any]]
+"""Where each list starts: `int64` as saved, `int32` in memory where they fit (`narrow`)."""
 Mask = npt.NDArray[np.bool_]
 IdArray = npt.NDArray[np.intp]
 
@@ -251,6 +253,16 @@ def check_codes(path: Path, codes: npt.NDArray[np.integer[Any]], bound: int) -> 
             f"{path} holds values in [{int(codes.min())}, {int(codes.max())}], "
             f"expected [0, {bound})"
         )
+
+
+def narrow_offsets(offsets: Offsets) -> Offsets:
+    """Checked `offsets` in 32 bits when the items they point into are fewer than 2**31
+    (a DAG of 10M edges: 4 bytes a node instead of 8), read-only; else as they are."""
+    if len(offsets) and int(offsets[-1]) <= np.iinfo(np.int32).max:
+        small: Offsets = offsets.astype(np.int32)
+        small.flags.writeable = False
+        return small
+    return offsets
 
 
 def narrow(codes: Narrow, bound: int) -> Narrow:
