@@ -42,11 +42,16 @@ __all__ = [
     "check_codes",
     "expand",
     "load_array",
+    "narrow",
+    "narrow_offsets",
 ]
 
 Rows = npt.NDArray[np.int32]
 Codes = npt.NDArray[np.int32]
-Offsets = npt.NDArray[np.int64]
+Narrow = npt.NDArray[np.integer[Any]]
+"""Codes as held in memory: in the narrowest unsigned type their dictionary fits (`narrow`)."""
+Offsets = npt.NDArray[np.signedinteger[Any]]
+"""Where each list starts: `int64` as saved, `int32` in memory where they fit (`narrow`)."""
 Mask = npt.NDArray[np.bool_]
 IdArray = npt.NDArray[np.intp]
 
@@ -133,7 +138,7 @@ class Column:
 
     name: str
     values: list[str]
-    codes: Codes
+    codes: Narrow
     postings: Postings
 
     @classmethod
@@ -141,7 +146,12 @@ class Column:
         """The column `name` of `num_rows` rows, checked against its `values`."""
         codes = load_array(folder, f"{name}.codes", "int32", num_rows)
         check_codes(folder / f"{name}.codes.npy", codes, len(values))
-        return cls(name, values, codes, Postings.read(folder, name, len(values), num_rows))
+        return cls(
+            name,
+            values,
+            narrow(codes, len(values)),
+            Postings.read(folder, name, len(values), num_rows),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +160,7 @@ class SetColumn:
 
     name: str
     values: list[str]
-    codes: Codes
+    codes: Narrow
     members: Postings
     postings: Postings
     set_postings: Postings
@@ -176,14 +186,14 @@ class SetColumn:
         return cls(
             name,
             values,
-            codes,
+            narrow(codes, num_sets),
             members,
             Postings.read(folder, f"{name}.postings", len(values), num_rows),
             Postings.read(folder, f"{name}.set_postings", len(values), num_sets),
         )
 
 
-def expand(codes: Codes, members: Postings, rows: Rows | None = None) -> tuple[Rows, Codes]:
+def expand(codes: Narrow, members: Postings, rows: Rows | None = None) -> tuple[Rows, Codes]:
     """Pairs (row, value) for every member of every row's set, rows ascending."""
     if rows is None:
         rows = np.arange(len(codes), dtype=np.int32)
@@ -243,6 +253,32 @@ def check_codes(path: Path, codes: npt.NDArray[np.integer[Any]], bound: int) -> 
             f"{path} holds values in [{int(codes.min())}, {int(codes.max())}], "
             f"expected [0, {bound})"
         )
+
+
+def narrow_offsets(offsets: Offsets) -> Offsets:
+    """Checked `offsets` in 32 bits when the items they point into are fewer than 2**31
+    (a DAG of 10M edges: 4 bytes a node instead of 8), read-only; else as they are."""
+    if len(offsets) and int(offsets[-1]) <= np.iinfo(np.int32).max:
+        small: Offsets = offsets.astype(np.int32)
+        small.flags.writeable = False
+        return small
+    return offsets
+
+
+def narrow(codes: Narrow, bound: int) -> Narrow:
+    """Checked `codes` (all below `bound`) copied into the narrowest unsigned type that
+    holds them, read-only: most dictionaries have under 256 values (`os`, `target`) or
+    65,536 (`package`), so a code takes 1 or 2 bytes in memory rather than the 4 of the
+    file (the format keeps `int32`, whatever the dictionary's size)."""
+    for dtype in _NARROW:
+        if bound <= np.iinfo(dtype).max + 1:
+            small: Narrow = codes.astype(dtype)
+            small.flags.writeable = False
+            return small
+    return codes
+
+
+_NARROW = (np.uint8, np.uint16)
 
 
 class FileArray:

@@ -17,7 +17,15 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from cachegql.index.disk.columns import IdArray, Mask, Offsets, Postings, Rows, load_array
+from cachegql.index.disk.columns import (
+    IdArray,
+    Mask,
+    Narrow,
+    Offsets,
+    Postings,
+    Rows,
+    load_array,
+)
 from cachegql.index.disk.layout import DAG_FILE, DEPTYPES
 from cachegql.index.disk.walk import ancestors, reaching
 
@@ -51,7 +59,7 @@ class Dag:
         self.edge_offsets: Offsets = load_array(folder, "edges.offsets")
         self.edge_targets: Rows = load_array(folder, "edges.targets")
         self.edge_deptypes: Rows = load_array(folder, "edges.deptypes")
-        self.edge_virtuals: Rows = load_array(folder, "edges.virtuals")
+        self.edge_virtuals: Narrow = load_array(folder, "edges.virtuals")
         self.recorded: npt.NDArray[np.bool_] = load_array(folder, "edges.recorded")
         self.parents = Postings.read(folder, "parents", self.num_nodes, self.num_nodes)
         self.by_name = Postings.read(folder, "names", len(self.name_ids), self.num_nodes)
@@ -117,7 +125,9 @@ class Dag:
         """The node ids whose DAG contains any of `nodes` (at any depth), ascending."""
         if not len(nodes):
             return _EMPTY
-        seen = ancestors(self.parents, nodes, self.num_nodes)
+        seen = ancestors(
+            self.parents, nodes, self.num_nodes, children=(self.edge_offsets, self.edge_targets)
+        )
         return np.flatnonzero(seen).astype(np.int32)
 
     def test_depending_on(self, matched: Mask, candidates: Rows) -> Mask | None:

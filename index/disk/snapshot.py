@@ -30,6 +30,7 @@ from cachegql.index.disk.columns import (
     SetColumn,
     check_codes,
     load_array,
+    narrow,
 )
 from cachegql.index.disk.dictionary import Dictionary
 from cachegql.index.disk.layout import (
@@ -125,15 +126,17 @@ class Snapshot:
         self.stack_summaries: list[dict[str, Any]] = stored.values("stack_summaries")
         # Parsed at ingest and stored in parts: rebuilt here without parsing again.
         self.compilers = [Compiler(*parts) for parts in stored.values("compiler_record")]
-        self.compiler_codes: Rows = load_array(folder, "compiler_record.codes", "int32", num_rows)
-        check_codes(folder / "compiler_record.codes.npy", self.compiler_codes, len(self.compilers))
+        compiler_codes = load_array(folder, "compiler_record.codes", "int32", num_rows)
+        check_codes(folder / "compiler_record.codes.npy", compiler_codes, len(self.compilers))
+        self.compiler_codes = narrow(compiler_codes, len(self.compilers))
         self.variants = [Variant(*parts) for parts in stored.values("variants")]
         self.flags = [
             tuple((kind, tuple(values)) for kind, values in flags)
             for flags in stored.values("flags_record")
         ]
-        self.flag_codes: Rows = load_array(folder, "flags_record.codes", "int32", num_rows)
-        check_codes(folder / "flags_record.codes.npy", self.flag_codes, len(self.flags))
+        flag_codes = load_array(folder, "flags_record.codes", "int32", num_rows)
+        check_codes(folder / "flags_record.codes.npy", flag_codes, len(self.flags))
+        self.flag_codes = narrow(flag_codes, len(self.flags))
         # The nodes table has no text index: it is filtered, never searched.
         text = folder / TEXT_FOLDER
         self._text = TextIndex(text) if text.is_dir() else None

@@ -12,6 +12,7 @@ import logging
 import time
 from pathlib import Path
 
+from cachegql.index.disk.memory import release_freed
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.disk.verify import Change, IndexLoadError, VerifiedBuild, verify_build
 from cachegql.index.errors import CriteriaError, shorten
@@ -44,6 +45,7 @@ class IndexStore:
         self.manifest = self.verified.manifest.data
         self.build_id = self.verified.manifest.build_id
         self.snapshots = _load(self.verified)
+        release_freed()
         self.tags = sorted(self.snapshots)
         if default_tag is not None and default_tag not in self.snapshots:
             self.close()

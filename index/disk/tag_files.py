@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from cachegql.index.disk.columns import Offsets, load_array
+from cachegql.index.disk.columns import Offsets, Postings, load_array, narrow, narrow_offsets
 from cachegql.index.disk.dag import Dag
 from cachegql.index.disk.layout import DAG_FILE
 from cachegql.index.disk.verify import IndexLoadError, read_json
@@ -80,4 +80,8 @@ def checked_dag(folder: Path, num_specs: int, num_nodes: int) -> Dag:
     for what, holds in checks.items():
         if not holds:
             raise IndexLoadError(f"{folder} does not agree with {what}: the DAG is damaged")
+    # Checked: held as the narrowest codes of the few distinct sets (1 byte, not 4, an edge).
+    dag.edge_virtuals = narrow(dag.edge_virtuals, len(dag.virtual_sets))
+    dag.edge_offsets = narrow_offsets(dag.edge_offsets)
+    dag.parents = Postings(dag.parents.items, narrow_offsets(dag.parents.offsets))
     return dag

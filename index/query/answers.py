@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cachegql.index.budget import check
-from cachegql.index.disk.columns import Codes, Rows
+from cachegql.index.disk.columns import Narrow, Rows
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.errors import CriteriaError
 from cachegql.index.fields import BUCKET_FIELDS, FACETS
@@ -181,7 +181,7 @@ class Facets:
         rest: Rows = np.flatnonzero(keep).astype(np.int32)
         return rest
 
-    def _counts(self, codes: Codes, size: int, everything: npt.NDArray[np.int64]) -> Any:
+    def _counts(self, codes: Narrow, size: int, everything: npt.NDArray[np.int64]) -> Any:
         check()
         if self._complement is None:
             return np.bincount(codes[self.rows], minlength=size)

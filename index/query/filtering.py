@@ -274,12 +274,11 @@ class HasSpec:
 def packages_of(snapshot: Snapshot, rows: Rows) -> Rows:
     """The distinct packages of sorted spec rows (rows are grouped by package)."""
     codes = snapshot.columns["package"].codes[rows]
-    if not len(codes):
-        return codes
     keep = np.empty(len(codes), dtype=np.bool_)
-    keep[0] = True
+    keep[:1] = True
     np.not_equal(codes[1:], codes[:-1], out=keep[1:])
-    distinct: Rows = codes[keep]
+    # Package ids as rows: int32, whatever narrower type the codes are held in.
+    distinct: Rows = codes[keep].astype(np.int32)
     return distinct
 
 

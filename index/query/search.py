@@ -195,7 +195,7 @@ def _hash_rows(snapshot: Snapshot, term: Term) -> Rows:
 
 
 def _to_packages(snapshot: Snapshot, specs: Ranked) -> Ranked:
-    packages = snapshot.columns["package"].codes[specs.ids]
+    packages = snapshot.columns["package"].codes[specs.ids].astype(np.int32)
     return _best_of([Ranked(packages, specs.scores)])
 
 
