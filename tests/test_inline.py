@@ -145,3 +145,43 @@ def test_the_rows_threshold_decides(store: IndexStore, monkeypatch: pytest.Monke
     assert _inline(store, page)
     monkeypatch.setattr(inline_module, "INLINE_MAX_READS", rows - 1)
     assert not _inline(store, page)
+
+
+def test_arguments_are_converted_as_strawberry_converts_them(store: IndexStore) -> None:
+    """The planned conversion (`schema.arguments`) gives what strawberry's does, for every
+    root field's arguments, nested filters, lists and defaults included."""
+    from graphql import parse
+    from graphql.execution.values import get_argument_values
+    from strawberry.schema.schema_converter import GraphQLCoreConverter
+    from strawberry.types.arguments import convert_arguments
+
+    from cachegql.schema.arguments import convert_field_arguments
+
+    schema = build_schema()
+    converter = schema.schema_converter
+    query_type = schema._schema.query_type
+    assert query_type is not None
+    documents = {
+        "specs": '{ specs(filter: { package: { eq: "a", in: ["b"] }, or: [{ not: { os: '
+        '{ ne: "x" } } }, { target: { prefix: "x" } }], variants: ["+mpi"], dependsOn: '
+        '{ package: { eq: "zlib" } }, and: [{ hashPrefix: "ab" }], runsOn: "zen4", hash: '
+        '{ in: [] } }, first: 3, after: "x") { totalCount } }',
+        "packages": '{ packages(search: "zlib", filter: { hasSpec: { os: { eq: "x" } }, '
+        'not: { name: { contains: "z" } }, stack: { eq: "s" } }) { totalCount } }',
+        "nearest": '{ nearest(spec: "zlib") { spec { hash } } }',
+        "tagDiff": '{ tagDiff(from: "a", to: "b", filter: { os: { eq: "x" } }) { added } }',
+        "stacks": "{ stacks { name } }",
+        "microarchitectures": '{ microarchitectures(family: "x86_64") { name } }',
+    }
+    for name, text in documents.items():
+        operation = parse(text).definitions[0]
+        node = operation.selection_set.selections[0]  # type: ignore[attr-defined]
+        field = query_type.fields[name]
+        definition = field.extensions[GraphQLCoreConverter.DEFINITION_BACKREF]
+        stock = convert_arguments(
+            get_argument_values(field, node),
+            definition.arguments,
+            scalar_registry=converter.scalar_registry,
+            config=converter.config,
+        )
+        assert convert_field_arguments(field, node, None, converter) == stock, name
