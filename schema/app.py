@@ -24,7 +24,7 @@ from cachegql.schema.context import Context
 from cachegql.schema.direct import Answer, DirectPath, Ready
 from cachegql.schema.errors import QUERY_TOO_COMPLEX, classify
 from cachegql.schema.execution import FastExecutionContext
-from cachegql.schema.inline import runs_inline
+from cachegql.schema.inline import runs_inline, small_request
 from cachegql.schema.limits import DEFAULT_MAX_COST, MAX_TOKENS, CostLimit
 from cachegql.schema.pagination import DEFAULT_MAX_FIRST
 from cachegql.schema.query import Query
@@ -83,14 +83,16 @@ class CachegqlSchema(strawberry.Schema):
         operation_name: str | None = None,
         allowed_operation_types: Iterable[OperationType] | None = None,
     ) -> Answer:
-        """`answer_sync`, through the runner. An operation whose plan is prepared is
-        priced and estimated here, before it runs: a cheap one runs inline
-        (`inline.runs_inline`)."""
+        """`answer_sync`, through the runner. A small request (`inline.small_request`)
+        whose plan is prepared is priced and estimated here, before it runs: a cheap one
+        runs inline (`inline.runs_inline`)."""
         operation: Callable[[], Answer] = partial(
             self.answer_sync, query, variables, context, operation_name, allowed_operation_types
         )
         inline = False
-        if self._direct_allowed(context, allowed_operation_types):
+        if self._direct_allowed(context, allowed_operation_types) and small_request(
+            query, variables
+        ):
             assert self.direct is not None and context is not None
             ready = self.direct.ready(query, variables, operation_name, context, prepare=False)
             if ready is not None:

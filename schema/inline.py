@@ -43,12 +43,26 @@ from cachegql.schema.context import Context
 from cachegql.schema.inputs import package_criteria, spec_criteria
 from cachegql.schema.limits import CONNECTION_TYPES
 
-__all__ = ["INLINE_MAX_PRICE", "INLINE_MAX_READS", "Reads", "runs_inline"]
+__all__ = [
+    "INLINE_MAX_CHARS",
+    "INLINE_MAX_PRICE",
+    "INLINE_MAX_READS",
+    "INLINE_MAX_VALUES",
+    "Reads",
+    "runs_inline",
+    "small_request",
+]
 
 INLINE_MAX_READS = 20_000
 """Rows an operation run on the event loop may read, summed over its connections."""
 INLINE_MAX_PRICE = 12_000
 """The price an operation run on the event loop may have: `stacks` with its buckets."""
+
+INLINE_MAX_CHARS = 2_000
+INLINE_MAX_VALUES = 100
+"""Only a request of at most this many characters of query and values in its variables is
+priced and estimated on the event loop: pricing a document and coercing its variables take
+time in their size (a 30,000-entry `or` as a variable, tens of ms), the rest a thread's."""
 
 _Estimate = Callable[[Context, dict[str, Any]], int]
 ESTIMATED: dict[str, _Estimate] = {
@@ -136,6 +150,27 @@ def runs_inline(
         return False
     rows = reads(variables, context, arguments)
     return rows is not None and rows <= INLINE_MAX_READS
+
+
+def small_request(query: str, variables: dict[str, Any] | None) -> bool:
+    """Whether the query and its variables are small enough to price on the event loop:
+    the variables' values are counted until there are too many, never all of them."""
+    if len(query) > INLINE_MAX_CHARS:
+        return False
+    left = INLINE_MAX_VALUES
+    pending: list[Any] = [variables or {}]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str) and len(value) > INLINE_MAX_CHARS:
+            return False
+        left -= 1
+        if left < 0 or len(pending) > INLINE_MAX_VALUES:
+            return False
+    return True
 
 
 def _connections(schema: GraphQLSchema, definitions: list[Any]) -> list[FieldNode]:

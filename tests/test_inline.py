@@ -129,6 +129,11 @@ def test_what_runs_on_the_event_loop(store: IndexStore) -> None:
     # Full-text search, a nested connection: in a thread.
     assert not _inline(store, '{ specs(search: "zlib") { totalCount } }')
     assert not _inline(store, f'{{ package(name: "{package}") {{ specs {{ totalCount }} }} }}')
+    # Variables too large to price and coerce on the loop: in a thread, whatever they read.
+    by_filter = "query($f: SpecFilter) { specs(filter: $f) { totalCount } }"
+    assert _inline(store, by_filter, {"f": {"or": [{"package": {"eq": package}}] * 2}})
+    many = {"or": [{"package": {"eq": package}}] * (inline_module.INLINE_MAX_VALUES + 1)}
+    assert not _inline(store, by_filter, {"f": many})
     # Priced over the limit: 100 specs of 130 fields each.
     fields = " ".join(f"h{i}: hash" for i in range(130))
     assert inline_module.INLINE_MAX_PRICE < 100 * 130
