@@ -67,10 +67,12 @@ class CachegqlSchema(strawberry.Schema):
         runner: Runner = run_here,
         max_cost: int = DEFAULT_MAX_COST,
         compiled: bool = True,
+        inline: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.runner = runner
+        self.inline = inline
         self.direct = (
             DirectPath(self._schema, self.schema_converter, max_cost) if compiled else None
         )
@@ -90,8 +92,10 @@ class CachegqlSchema(strawberry.Schema):
             self.answer_sync, query, variables, context, operation_name, allowed_operation_types
         )
         inline = False
-        if self._direct_allowed(context, allowed_operation_types) and small_request(
-            query, variables
+        if (
+            self.inline
+            and self._direct_allowed(context, allowed_operation_types)
+            and small_request(query, variables)
         ):
             assert self.direct is not None and context is not None
             ready = self.direct.ready(query, variables, operation_name, context, prepare=False)
@@ -218,6 +222,7 @@ def build_schema(
     execution: type[StrawberryGraphQLCoreExecutionContext] = FastExecutionContext,
     max_cost: int = DEFAULT_MAX_COST,
     compiled: bool = True,
+    inline: bool = True,
 ) -> CachegqlSchema:
     """The schema, with parsed and validated documents cached (clients repeat their queries).
 
@@ -225,7 +230,8 @@ def build_schema(
     validated (`limits`): over `max_cost`, it is refused. `answer` runs an operation
     through its compiled plan (`direct`) unless `compiled` is false; else, and for what
     plans do not cover, `execution` is graphql-core's execution context: the fast one
-    by default (`execution`); tests pass strawberry's stock one to compare.
+    by default (`execution`); tests pass strawberry's stock one to compare. `inline`:
+    cheap compiled operations run on the event loop (`inline.runs_inline`).
     """
     return CachegqlSchema(
         query=Query,
@@ -239,6 +245,7 @@ def build_schema(
         runner=runner,
         max_cost=max_cost,
         compiled=compiled,
+        inline=inline,
     )
 
 

@@ -103,11 +103,13 @@ def _recorded(schema_calls: list[bool]) -> Callable[..., Any]:
     return runner
 
 
-def _inline(store: IndexStore, query: str, variables: dict[str, Any] | None = None) -> bool:
+def _inline(
+    store: IndexStore, query: str, variables: dict[str, Any] | None = None, inline: bool = True
+) -> bool:
     """Whether the server would run `query` inline once its plan is prepared (the first
     request prepares it, in a thread)."""
     calls: list[bool] = []
-    schema = build_schema(runner=_recorded(calls))
+    schema = build_schema(runner=_recorded(calls), inline=inline)
     for _ in range(2):
         answer = asyncio.run(schema.answer(query, variables, Context(store)))
         assert answer.execution == "compiled", answer
@@ -124,6 +126,7 @@ def test_what_runs_on_the_event_loop(store: IndexStore) -> None:
     )
     # A selective page, its facets' `packages` a list of buckets (not a connection).
     assert _inline(store, page, {"p": package})
+    assert not _inline(store, page, {"p": package}, inline=False)  # `serve --no-inline`
     assert _inline(store, "{ specs(first: 5) { nodes { hash } } }")
     assert _inline(store, '{ packages(filter: { name: { eq: "zlib" } }) { totalCount } }')
     # Full-text search, a nested connection: in a thread.
