@@ -3,7 +3,8 @@
     python bench/ab.py --index DIR --before VENV_A --after VENV_B [--rounds 3] [--duration 10]
 
 For each round and each install (interleaved, so that drift of the machine hits both),
-`cachegql serve` with 1 worker answers a hash-prefix lookup, with and without its
+`cachegql serve` with 1 worker (`--workers`) answers a hash-prefix lookup (or `--query`
+`selective_page`, ...), with and without its
 response cache, under `bench/loadgen.py` (16 connections, bounded in time and count).
 Prints one line per run and a summary of medians. Extra serve flags per side with
 --before-flag/--after-flag (repeatable). Used to measure what a change to the HTTP layer
@@ -13,11 +14,13 @@ costs per request.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import sys
 from pathlib import Path
 
-from run import PORT, load, server  # type: ignore[import-not-found]
+from run import PORT, children, load, server  # type: ignore[import-not-found]
 
 QUERY = '{ spec(hash: "%s") { name version compiler { name version } } }'
 
@@ -34,6 +37,16 @@ def prefix(index: Path) -> str:
         store.close()
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds of these processes so far."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", type=Path, required=True)
@@ -44,15 +57,29 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--hash", help="the hash prefix to look up (default: one of the index)")
+    parser.add_argument(
+        "--query", help="instead, one of run.py's queries by name (e.g. selective_page)"
+    )
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--only-uncached", action="store_true")
     args = parser.parse_args()
     args.index = args.index.resolve()  # the servers run from the repository's root
     query = QUERY % (args.hash or prefix(args.index))
+    if args.query:
+        from run import cachegql_queries, choose_parameters  # type: ignore[import-not-found]
+
+        from cachegql.index import IndexStore
+
+        store = IndexStore(args.index)
+        query = cachegql_queries(choose_parameters(store))[args.query]
+        store.close()
+    caches = ("uncached",) if args.only_uncached else ("uncached", "cached")
     load_args = argparse.Namespace(concurrency=16, duration=args.duration, max_requests=500_000)
     url = f"http://127.0.0.1:{PORT}/graphql"
     sides = {"before": (args.before, args.before_flag), "after": (args.after, args.after_flag)}
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for round_ in range(args.rounds):
-        for cache in ("uncached", "cached"):
+        for cache in caches:
             for side, (venv, flags) in sides.items():
                 command = [
                     str(venv / "bin" / "cachegql"),
@@ -63,25 +90,33 @@ def main() -> int:
                     str(PORT),
                     "--reload-interval",
                     "0",
+                    "--workers",
+                    str(args.workers),
                     *flags,
                 ]
                 if cache == "uncached":
                     command += ["--response-cache-mb", "0"]
-                with server(command, url):
+                with server(command, url) as (process, _):
+                    pids = [process.pid, *children(process.pid)]
+                    spent = cpu_seconds(pids)
                     result = load(PORT, query, load_args)
+                    spent = cpu_seconds(pids) - spent
+                result["cpu_us"] = spent / max(1, result["requests"]) * 1e6
                 results.setdefault((side, cache), []).append(result)
                 print(
                     f"round {round_ + 1} {cache:8} {side:6} {result['rps']:8.0f} req/s "
                     f"p50 {result['p50_ms']:.2f} ms p99 {result['p99_ms']:.2f} ms "
-                    f"errors {result['errors']}",
+                    f"errors {result['errors']}, server CPU {result['cpu_us']:.0f} us/request",
                     flush=True,
                 )
     print("\nmedians over rounds")
-    for cache in ("uncached", "cached"):
+    for cache in caches:
         before = statistics.median(r["rps"] for r in results[("before", cache)])
         after = statistics.median(r["rps"] for r in results[("after", cache)])
         change = (after - before) / before * 100
         print(f"{cache:8} before {before:8.0f} req/s  after {after:8.0f} req/s  {change:+.1f}%")
+        cpu = [statistics.median(r["cpu_us"] for r in results[(s, cache)]) for s in sides]
+        print(f"{cache:8} server CPU per request: before {cpu[0]:.0f} us, after {cpu[1]:.0f} us")
     return 0
 
 

@@ -722,6 +722,56 @@ def concurrent(build: Callable[[Context], Request], copies: int) -> Callable[[Co
     return run
 
 
+def repeated(
+    build: Callable[[Context, int], Request], copies: int, seconds: float
+) -> Callable[[Context], Outcome]:
+    """A case of `copies` connections at once, each sending requests (the `n`th built
+    with `n`) one after the other for `seconds`: a steady load rather than one request."""
+
+    def run(ctx: Context) -> Outcome:
+        counter = itertools.count()
+        stop = time.monotonic() + seconds
+
+        def client(_: int) -> list[tuple[Answer, Request]]:
+            done = []
+            while time.monotonic() < stop:
+                request = build(ctx, next(counter))
+                done.append((exchange(ctx.port, request, ctx.timeout), request))
+            return done
+
+        with ThreadPoolExecutor(copies) as pool:
+            exchanged = [pair for pairs in pool.map(client, range(copies)) for pair in pairs]
+        outcomes = [describe(a, r) for a, r in exchanged]
+        first = outcomes[0]
+        each = sorted(o.seconds for o in outcomes)
+        first.seconds = each[-1]
+        first.timed_out = any(o.timed_out for o in outcomes)
+        first.status = "/".join(sorted({o.status for o in outcomes}))
+        first.extra = {"answers": len(outcomes), "median_s": each[len(each) // 2]}
+        first.notes.insert(
+            0,
+            f"{len(outcomes)} answers over {copies} connections in {seconds:.0f} s; median "
+            f"{each[len(each) // 2] * 1000:.1f} ms, slowest {each[-1] * 1000:.1f} ms",
+        )
+        return first
+
+    return run
+
+
+def largest_inline(n: int) -> Request:
+    """The largest operation the server runs on its event loop at the benchmark's 20k
+    specs: a 100-spec page over the whole default tag (every spec read, fewer than
+    `cachegql.schema.inline.INLINE_MAX_READS`) with the benchmark's 7 facets (its price
+    within `INLINE_MAX_PRICE`). An unused variable keeps the response cache out."""
+    query = (
+        "{ specs(first: 100) { totalCount nodes { hash name version os target "
+        "compiler { name version } } facets { compilers { value count } oss { value count } "
+        "platforms { value count } targets { value count } stacks { value count } "
+        "versions(first: 20) { value count } packages(first: 20) { value count } } } }"
+    )
+    return post(query, {"n": n})
+
+
 def cursor_echo(size: int) -> Callable[[Context], Outcome]:
     """An `after:` cursor of `size` bytes: is it echoed whole in the error?"""
 
@@ -874,6 +924,12 @@ def _q(query: Callable[[Context], str]) -> Callable[[Context], Outcome]:
 
 CASES: list[Case] = [
     Case("quiet", "reference", "5 s with no hostile request", quiet),
+    Case(
+        "inline-largest",
+        "inline",
+        "4 clients sending, for 3 s, the largest operation run on the event loop",
+        repeated(lambda ctx, n: largest_inline(n), 4, 3.0),
+    ),
     Case(
         "fragments-2.6kb",
         "fragments",

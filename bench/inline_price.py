@@ -1,13 +1,17 @@
-"""Does the cost model's price tell how long an operation runs? Price and time, side by side.
+"""Does an operation's price, or the rows it reads, tell how long it runs? Side by side.
 
-    .venv/bin/python bench/inline_price.py --index bench/work/index-pages-1000000-8000-seed1
+    .venv/bin/python bench/inline_price.py --index /work/data/index-pages-1m
 
-For each query of the benchmark (`run.py`) and a few worst cases of the same shape, prints
-its price (`cachegql.schema.limits.price`, computed before it runs), whether the runner
-runs it inline today (`offload.runs_inline`), and its median time in process (the
-server's own `answer_sync`, compiled plans where they apply). An operation could run on
-the event loop by its price only if every operation of that price or less runs within a
-few milliseconds: the table shows where that holds.
+For the queries of the benchmark (`run.py`), a few worst cases, and a sweep of filtered
+pages (one condition, or a package and one more; sizes from a few specs to the whole
+tag; the benchmark's 7 facets or all 8 facets unbounded): each one's price
+(`cachegql.schema.limits.price`), the rows it reads (`cachegql.schema.inline.Reads`,
+the index's estimate from its posting lists), both known before it runs, whether the
+runner runs it inline (`inline.runs_inline`, or the short-document rule of
+`offload.runs_inline`), and its median time in process (the server's own
+`answer_sync`). Then, for thresholds of rows read, the slowest operation within the
+price limit that would run inline: the threshold of `inline.INLINE_MAX_READS` is chosen
+where that stays within a few milliseconds.
 """
 
 from __future__ import annotations
@@ -18,12 +22,17 @@ import sys
 import time
 import warnings
 from pathlib import Path
-
-from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
 
-from run import ALL_FACETS, cachegql_queries, choose_parameters  # type: ignore[import-not-found]
+from run import (  # type: ignore[import-not-found]
+    ALL_FACETS,
+    SMALL_FACETS,
+    TOP_FACETS,
+    cachegql_queries,
+    choose_parameters,
+)
 
 WORST = {
     # No filter: every spec of the tag counted into every facet.
@@ -31,43 +40,128 @@ WORST = {
     "all_specs_count": "{ specs(first: 1) { totalCount nodes { hash } } }",
     "search_one_letter": '{ packages(search: "p", first: 20) { totalCount nodes { name } } }',
 }
+FIELDS = ("target", "os", "compiler", "version", "package")
+THRESHOLDS = (5_000, 10_000, 20_000, 30_000, 50_000, 75_000, 100_000, 200_000)
+
+
+def page(condition: str, facets: str, first: int = 20) -> str:
+    return (
+        f"{{ specs(filter: {{ {condition} }}, first: {first}) {{ totalCount "
+        f"nodes {{ hash name version }} facets {{ {facets} }} }} }}"
+    )
+
+
+def sweep(snapshot: Any, parameters: dict[str, str], limit: int) -> dict[str, str]:
+    """Filtered pages whose matches range from a few specs to most of the tag."""
+    import numpy as np
+
+    queries: dict[str, str] = {}
+    for facets_name, facets in (("7f", f"{SMALL_FACETS} {TOP_FACETS}"), ("8f", ALL_FACETS)):
+        for field in FIELDS:
+            column = snapshot.columns[field]
+            sizes = column.postings.sizes()
+            order = np.argsort(sizes)
+            # About ten values per field, spread over its sizes (largest included).
+            picks = sorted({int(order[int(i)]) for i in np.linspace(0, len(order) - 1, 10)})
+            for value_id in picks:
+                value = column.values[value_id]
+                if not value or int(sizes[value_id]) == 0:
+                    continue
+                name = f"{field}={value} ({int(sizes[value_id]):,}) {facets_name}"
+                queries[name] = page(f'{field}: {{ eq: "{value}" }}', facets)
+        for stack in snapshot.dictionaries["stacks"].values[:3]:
+            queries[f"stack={stack} {facets_name}"] = page(f'stack: {{ eq: "{stack}" }}', facets)
+        package = parameters["package"]
+        queries[f"package+variant {facets_name}"] = page(
+            f'package: {{ eq: "{package}" }}, variants: ["{parameters["variant"]}"]', facets
+        )
+        queries[f"package+target, first 100 {facets_name}"] = page(
+            f'package: {{ eq: "{package}" }}, target: {{ eq: "{parameters["target"]}" }}',
+            facets,
+            100,
+        )
+        # The largest inline-able: the biggest value of a field within the rows threshold,
+        # a 100-spec page of it (hostile.py's `largest_inline` over a filter).
+        sizes = snapshot.columns["os"].postings.sizes()
+        within = [int(i) for i in np.flatnonzero(sizes <= limit)]
+        if within:
+            value = snapshot.columns["os"].values[max(within, key=lambda i: int(sizes[i]))]
+            queries[f"largest inline: os={value}, first 100 {facets_name}"] = (
+                f'{{ specs(filter: {{ os: {{ eq: "{value}" }} }}, first: 100) {{ totalCount '
+                "nodes { hash name version os target compiler { name version } } "
+                f"facets {{ {facets} }} }} }}"
+            )
+        for prefix in ("a", "ab", "abc"):
+            queries[f"hashPrefix={prefix} {facets_name}"] = page(f'hashPrefix: "{prefix}"', facets)
+    return queries
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--index", type=Path, required=True)
-    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    from cachegql.index import IndexStore, size_bounds
+    from cachegql.index import IndexStore
     from cachegql.schema import Context, build_schema
-    from cachegql.schema.limits import price
+    from cachegql.schema.direct import Ready
+    from cachegql.schema.inline import INLINE_MAX_PRICE, INLINE_MAX_READS, runs_inline
     from cachegql.server.holder import settle
-    from cachegql.server.offload import runs_inline
+    from cachegql.server.offload import runs_inline as short_document
 
     store = IndexStore(args.index)
     settle()
     schema = build_schema()
-    queries = {**cachegql_queries(choose_parameters(store)), **WORST}
-    bounds = size_bounds(store)
+    assert schema.direct is not None
+    parameters = choose_parameters(store)
+    queries = {
+        **cachegql_queries(parameters),
+        **WORST,
+        **sweep(store.snapshot(), parameters, INLINE_MAX_READS),
+    }
     rows = []
     for name, query in queries.items():
-        document = parse(query)
-        operation = next(d for d in document.definitions if isinstance(d, OperationDefinitionNode))
-        fragments = {
-            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-        }
-        cost = price(schema._schema, operation, fragments, {}, bounds).cost
+        context = Context(store=store)
+        ready = schema.direct.ready(query, None, None, context)
+        reads, cost, inline = None, None, short_document(query)
+        if isinstance(ready, Ready):
+            cost = ready.cost
+            reads = (
+                None
+                if ready.reads is None
+                else ready.reads(ready.variables, context, ready.arguments)
+            )
+            inline = inline or (
+                ready.reads is not None
+                and runs_inline(ready.cost, ready.reads, ready.variables, context, ready.arguments)
+            )
         times = []
         for _ in range(args.runs):
             started = time.perf_counter()
             schema.answer_sync(query, context=Context(store=store))
             times.append(time.perf_counter() - started)
-        rows.append((cost, name, runs_inline(query), statistics.median(times) * 1000))
-    print("| query | price | inline today | median ms |")
+        rows.append((reads, cost, name, inline, statistics.median(times) * 1000, max(times) * 1000))
+    print(f"inline: price <= {INLINE_MAX_PRICE:,} and rows read <= {INLINE_MAX_READS:,}\n")
+    print("| query | price | rows read | inline | median ms | max ms |")
+    print("|---|---|---|---|---|---|")
+    for reads, cost, name, inline, ms, worst in sorted(rows, key=lambda r: (r[0] or 0, r[2])):
+        shown = "-" if reads is None else f"{reads:,}"
+        price = "-" if cost is None else f"{cost:,}"
+        print(
+            f"| {name} | {price} | {shown} | {'yes' if inline else 'no'} | {ms:.2f} | {worst:.2f} |"
+        )
+    print(f"\nslowest operation with price <= {INLINE_MAX_PRICE:,}, by rows read:\n")
+    print("| rows read <= | operations | slowest median ms | its query |")
     print("|---|---|---|---|")
-    for cost, name, inline, ms in sorted(rows):
-        print(f"| {name} | {cost:,} | {'yes' if inline else 'no'} | {ms:.2f} |")
+    for threshold in THRESHOLDS:
+        within = [
+            r
+            for r in rows
+            if r[0] is not None and r[0] <= threshold and (r[1] or 0) <= INLINE_MAX_PRICE
+        ]
+        if within:
+            slowest = max(within, key=lambda r: r[4])
+            print(f"| {threshold:,} | {len(within)} | {slowest[4]:.2f} | {slowest[2]} |")
     store.close()
     return 0
 

@@ -76,6 +76,7 @@ from cachegql.index.query.criteria import (
     parse_variant_constraint,
 )
 from cachegql.index.query.diff import PackageChange, TagDiff, tag_diff
+from cachegql.index.query.estimate import UNBOUNDED_READS, package_reads, spec_reads
 from cachegql.index.query.hashes import full_hash, missing_hashes
 from cachegql.index.query.nearest import Difference, Near, Wanted, nearest, wanted_from_query
 from cachegql.index.records import Problem, SpecRecord
@@ -108,6 +109,7 @@ __all__ = [
     "OCI_INDEX_TAG",
     "SHORT_HASH_LENGTH",
     "SPEC_FIELDS",
+    "UNBOUNDED_READS",
     "AmbiguousHashError",
     "Bucket",
     "BuildError",
@@ -170,6 +172,7 @@ __all__ = [
     "nearest",
     "normalize_prefix",
     "over_limit",
+    "package_reads",
     "parse_spec_query",
     "parse_variant_constraint",
     "read_lock_node",
@@ -181,6 +184,7 @@ __all__ = [
     "shown",
     "size_bounds",
     "spec_binary_urls",
+    "spec_reads",
     "stack",
     "stacks",
     "tag_diff",

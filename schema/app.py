@@ -21,9 +21,10 @@ from strawberry.types.graphql import OperationType
 
 from cachegql.index import OverBudgetError, renewed
 from cachegql.schema.context import Context
-from cachegql.schema.direct import Answer, DirectPath
+from cachegql.schema.direct import Answer, DirectPath, Ready
 from cachegql.schema.errors import QUERY_TOO_COMPLEX, classify
 from cachegql.schema.execution import FastExecutionContext
+from cachegql.schema.inline import runs_inline, small_request
 from cachegql.schema.limits import DEFAULT_MAX_COST, MAX_TOKENS, CostLimit
 from cachegql.schema.pagination import DEFAULT_MAX_FIRST
 from cachegql.schema.query import Query
@@ -42,13 +43,16 @@ T = TypeVar("T")
 
 
 class Runner(Protocol):
-    """Runs one operation (given with its query text, to decide by) and returns its
-    result; raises `OverBudgetError` when it abandons an operation over its time budget."""
+    """Runs one operation (given with its query text, to decide by, and `inline` when it
+    is known to be cheap: `inline.runs_inline`) and returns its result; raises
+    `OverBudgetError` when it abandons an operation over its time budget."""
 
-    def __call__(self, query: str | None, operation: Callable[[], T]) -> Awaitable[T]: ...
+    def __call__(
+        self, query: str | None, operation: Callable[[], T], inline: bool = False
+    ) -> Awaitable[T]: ...
 
 
-async def run_here(query: str | None, operation: Callable[[], T]) -> T:
+async def run_here(query: str | None, operation: Callable[[], T], inline: bool = False) -> T:
     """The plain runner: the operation runs where it is awaited."""
     return operation()
 
@@ -63,10 +67,12 @@ class CachegqlSchema(strawberry.Schema):
         runner: Runner = run_here,
         max_cost: int = DEFAULT_MAX_COST,
         compiled: bool = True,
+        inline: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.runner = runner
+        self.inline = inline
         self.direct = (
             DirectPath(self._schema, self.schema_converter, max_cost) if compiled else None
         )
@@ -79,12 +85,33 @@ class CachegqlSchema(strawberry.Schema):
         operation_name: str | None = None,
         allowed_operation_types: Iterable[OperationType] | None = None,
     ) -> Answer:
-        """`answer_sync`, through the runner."""
-        operation = partial(
+        """`answer_sync`, through the runner. A small request (`inline.small_request`)
+        whose plan is prepared is priced and estimated here, before it runs: a cheap one
+        runs inline (`inline.runs_inline`)."""
+        operation: Callable[[], Answer] = partial(
             self.answer_sync, query, variables, context, operation_name, allowed_operation_types
         )
+        inline = False
+        if (
+            self.inline
+            and self._direct_allowed(context, allowed_operation_types)
+            and small_request(query, variables)
+        ):
+            assert self.direct is not None and context is not None
+            ready = self.direct.ready(query, variables, operation_name, context, prepare=False)
+            if ready is not None:
+                inline = isinstance(ready, Ready) and _cheap(ready, context)
+                operation = partial(
+                    self._finish,
+                    ready,
+                    query,
+                    variables,
+                    context,
+                    operation_name,
+                    allowed_operation_types,
+                )
         try:
-            return await self.runner(query, operation)
+            return await self.runner(query, operation, inline)
         except OverBudgetError as exc:
             return Answer("abandoned", result=_over_budget(exc))
 
@@ -98,19 +125,48 @@ class CachegqlSchema(strawberry.Schema):
     ) -> Answer:
         """The answer of the operation's plan as JSON; else the stock path's result, with
         why the plan did not answer (`direct.EXECUTIONS`)."""
-        answer = Answer("stock")
-        allowed = allowed_operation_types is None or OperationType.QUERY in allowed_operation_types
-        if self.direct is not None and context is not None and allowed:
-            answer = self.direct.answer(query, variables, operation_name, context)
-            if answer.body is not None:
-                return answer
+        ready: Ready | Answer = Answer("stock")
+        if self._direct_allowed(context, allowed_operation_types):
+            assert self.direct is not None and context is not None
+            ready = self.direct.ready(query, variables, operation_name, context) or ready
+        return self._finish(
+            ready, query, variables, context, operation_name, allowed_operation_types
+        )
+
+    def _direct_allowed(
+        self, context: Context | None, allowed: Iterable[OperationType] | None
+    ) -> bool:
+        return (
+            self.direct is not None
+            and context is not None
+            and (allowed is None or OperationType.QUERY in allowed)
+        )
+
+    def _finish(
+        self,
+        ready: Ready | Answer,
+        query: str,
+        variables: dict[str, Any] | None,
+        context: Context | None,
+        operation_name: str | None,
+        allowed_types: Iterable[OperationType] | None,
+    ) -> Answer:
+        """The plan's answer of a ready operation; else (or when it fails) the stock
+        path's."""
+        answer = ready
+        if isinstance(ready, Ready):
+            assert self.direct is not None and context is not None
+            answer = self.direct.run(ready, context)
+        assert isinstance(answer, Answer)
+        if answer.body is not None:
+            return answer
         with renewed() if answer.renew_budget else contextlib.nullcontext():
             result = self.execute_sync(
                 query,
                 variable_values=variables,
                 context_value=context,
                 operation_name=operation_name,
-                allowed_operation_types=allowed_operation_types,
+                allowed_operation_types=allowed_types,
             )
         return Answer(answer.execution, result=result)
 
@@ -147,6 +203,12 @@ class CachegqlSchema(strawberry.Schema):
             classify(error)
 
 
+def _cheap(ready: Ready, context: Context) -> bool:
+    return ready.reads is not None and runs_inline(
+        ready.cost, ready.reads, ready.variables, context, ready.arguments
+    )
+
+
 def _over_budget(exc: OverBudgetError) -> ExecutionResult:
     """The answer of an operation its runner abandoned over its time budget."""
     return ExecutionResult(
@@ -160,6 +222,7 @@ def build_schema(
     execution: type[StrawberryGraphQLCoreExecutionContext] = FastExecutionContext,
     max_cost: int = DEFAULT_MAX_COST,
     compiled: bool = True,
+    inline: bool = True,
 ) -> CachegqlSchema:
     """The schema, with parsed and validated documents cached (clients repeat their queries).
 
@@ -167,7 +230,8 @@ def build_schema(
     validated (`limits`): over `max_cost`, it is refused. `answer` runs an operation
     through its compiled plan (`direct`) unless `compiled` is false; else, and for what
     plans do not cover, `execution` is graphql-core's execution context: the fast one
-    by default (`execution`); tests pass strawberry's stock one to compare.
+    by default (`execution`); tests pass strawberry's stock one to compare. `inline`:
+    cheap compiled operations run on the event loop (`inline.runs_inline`).
     """
     return CachegqlSchema(
         query=Query,
@@ -181,6 +245,7 @@ def build_schema(
         runner=runner,
         max_cost=max_cost,
         compiled=compiled,
+        inline=inline,
     )
 
 

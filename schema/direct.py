@@ -32,7 +32,7 @@ from graphql import (
     parse,
     specified_rules,
 )
-from graphql.execution.values import get_variable_values
+from graphql.execution.values import VariableValues, get_variable_values
 from graphql.validation import (
     ASTValidationRule,
     DeferStreamDirectiveLabel,
@@ -58,8 +58,9 @@ from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types import ExecutionResult
 
 from cachegql.index import OverBudgetError, SizeBounds, size_bounds
-from cachegql.schema.compiled import Plan, compile_operation
+from cachegql.schema.compiled import Arguments, Plan, compile_operation
 from cachegql.schema.context import Context
+from cachegql.schema.inline import Reads
 from cachegql.schema.limits import MAX_TOKENS, price
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "STATS",
     "Answer",
     "DirectPath",
+    "Ready",
 ]
 
 PLAN_CACHE_SIZE = 256
@@ -150,9 +152,23 @@ class _Prepared:
     operation: OperationDefinitionNode | None = None
     fragments: dict[str, FragmentDefinitionNode] | None = None
     plan: Plan | None = None
-    within_cost: tuple[SizeBounds, int] | None = None
+    within_cost: tuple[SizeBounds, int, int] | None = None
     """The index bounds and page limit this operation, which has no variables, was last
-    priced within the cost limit with: its price cannot change until they do."""
+    priced within the cost limit with, and that price: it cannot change until they do."""
+    reads: Reads | None = None
+    """The rows it reads, for a request's variables (`inline`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """An operation priced within the limit, its variables coerced: its plan can run."""
+
+    plan: Plan
+    variables: VariableValues
+    cost: int
+    reads: Reads | None
+    arguments: Arguments
+    """Fields' arguments converted for these variables before the plan runs (`inline`)."""
 
 
 _INVALID = _Prepared("invalid")
@@ -184,19 +200,44 @@ class DirectPath:
         context: Context,
     ) -> Answer:
         """The answer of a plan, or an `Answer` with no body saying why there is none."""
+        ready = self.ready(query, variables, operation_name, context)
+        assert ready is not None
+        return ready if isinstance(ready, Answer) else self.run(ready, context)
+
+    def ready(
+        self,
+        query: str,
+        variables: dict[str, Any] | None,
+        operation_name: str | None,
+        context: Context,
+        *,
+        prepare: bool = True,
+    ) -> Ready | Answer | None:
+        """The operation priced within the limit and its variables coerced, ready to run;
+        else an `Answer` saying why not; None when it is not prepared yet and `prepare`
+        is false (preparing a new document can take milliseconds)."""
+        if not prepare and self._known(query, operation_name) is None:
+            return None
         prepared = self._prepare(query, operation_name, variables, context)
         if prepared.plan is None:
             return _declined(prepared.execution)
         assert prepared.operation is not None and prepared.fragments is not None
-        if not self._within_cost(prepared, variables, context):
+        cost = self._within_cost(prepared, variables, context)
+        if cost is None:
             return _declined("invalid")
         coerced = get_variable_values(
             self.schema, prepared.operation.variable_definitions or (), variables or {}
         )
         if isinstance(coerced, list):
             return _declined("invalid")
+        return Ready(prepared.plan, coerced, cost, prepared.reads, {})
+
+    def run(self, ready: Ready, context: Context) -> Answer:
+        """The answer of a ready plan; without a body when the stock path must answer."""
         try:
-            body = orjson.dumps({"data": prepared.plan.run(None, context, coerced)})
+            body = orjson.dumps(
+                {"data": ready.plan.run(None, context, ready.variables, ready.arguments)}
+            )
         except OverBudgetError:
             # Out of time: the stock path meets the same passed deadline, and says so.
             return _declined("fallback")
@@ -219,11 +260,9 @@ class DirectPath:
         if len(query) > MAX_PLANNED_CHARS:
             return _UNCOVERED
         key = (query, operation_name)
-        with self._lock:
-            prepared = self._prepared.get(key)
-            if prepared is not None:
-                self._prepared.move_to_end(key)
-                return prepared
+        prepared = self._known(query, operation_name)
+        if prepared is not None:
+            return prepared
         prepared = self._prepare_new(query, operation_name, variables, context)
         if prepared is None:
             return _INVALID  # not kept: a cost over the limit may depend on the variables
@@ -232,6 +271,15 @@ class DirectPath:
             while len(self._prepared) > self.size:
                 self._prepared.popitem(last=False)
         return prepared
+
+    def _known(self, query: str, operation_name: str | None) -> _Prepared | None:
+        """The prepared operation, if this document and name were prepared before."""
+        key = (query, operation_name)
+        with self._lock:
+            prepared = self._prepared.get(key)
+            if prepared is not None:
+                self._prepared.move_to_end(key)
+            return prepared
 
     def _prepare_new(
         self,
@@ -253,7 +301,7 @@ class DirectPath:
             d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
         }
         prepared = _Prepared("compiled", operation, fragments)
-        if not self._within_cost(prepared, variables, context):
+        if self._within_cost(prepared, variables, context) is None:
             return None
         if validate_document(self.schema, document, _rules(query)):
             return _INVALID
@@ -261,24 +309,28 @@ class DirectPath:
         if query_type is None:
             return _UNCOVERED
         prepared.plan = compile_operation(query_type, operation, fragments, self.converter)
+        if prepared.plan is not None:
+            prepared.reads = Reads(self.schema, query_type, operation, fragments, self.converter)
         # Kept with its price: a first answer is not priced again.
         return _UNCOVERED if prepared.plan is None else prepared
 
     def _within_cost(
         self, prepared: _Prepared, variables: dict[str, Any] | None, context: Context
-    ) -> bool:
+    ) -> int | None:
+        """The operation's price, None when over the limit."""
         assert prepared.operation is not None and prepared.fragments is not None
         limits = (size_bounds(context.store), context.max_first)
         known = prepared.within_cost
         if known is not None and known[0] is limits[0] and known[1] == limits[1]:
-            return True
+            return known[2]
         measured = price(
             self.schema, prepared.operation, prepared.fragments, variables or {}, *limits
         )
-        within = measured.refusal(self.max_cost) is None
-        if within and not prepared.operation.variable_definitions:
-            prepared.within_cost = limits
-        return within
+        if measured.refusal(self.max_cost) is not None:
+            return None
+        if not prepared.operation.variable_definitions:
+            prepared.within_cost = (*limits, measured.cost)
+        return measured.cost
 
 
 def _operation(document: DocumentNode, name: str | None) -> OperationDefinitionNode | None:

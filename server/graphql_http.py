@@ -76,6 +76,7 @@ class GraphQLEndpoint:
             runner=self.offloader,
             max_cost=settings.max_cost,
             compiled=settings.compiled,
+            inline=settings.inline,
         )
         self.persisted = PersistedQueries(settings.persisted_queries)
 

@@ -68,8 +68,9 @@ def runs_inline(query: str | None) -> bool:
 
 
 class Offloader:
-    """The server's runner: cheap operations inline, the rest in worker threads, each
-    within `time_budget` seconds."""
+    """The server's runner: cheap operations inline (those the schema says are, by their
+    price and the rows they read, and short documents without connections), the rest in
+    worker threads, each within `time_budget` seconds."""
 
     def __init__(
         self, threads: int = DEFAULT_THREADS, time_budget: float = DEFAULT_TIME_BUDGET
@@ -85,12 +86,14 @@ class Offloader:
             self._limiter = anyio.CapacityLimiter(self.threads)
         return self._limiter
 
-    async def __call__(self, query: str | None, operation: Callable[[], T]) -> T:
+    async def __call__(
+        self, query: str | None, operation: Callable[[], T], inline: bool = False
+    ) -> T:
         def bounded() -> T:
             with deadline(self.time_budget):
                 return operation()
 
-        if runs_inline(query):
+        if inline or runs_inline(query):
             return bounded()
         with anyio.move_on_after(BUDGETS * self.time_budget + GRACE_SECONDS):
             return await anyio.to_thread.run_sync(

@@ -78,6 +78,12 @@ def add_serve_command(commands: Any) -> None:
         "(the reference path; slower)",
     )
     serve.add_argument(
+        "--no-inline",
+        action="store_true",
+        help="run every operation with a connection in a worker thread, however cheap its "
+        "price and the rows it reads (docs/serving/limits.md)",
+    )
+    serve.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
@@ -178,6 +184,7 @@ def _serve(args: argparse.Namespace) -> int:
         log_format=args.log_format,
         access_log=not args.no_access_log,
         compiled=not args.no_compiled,
+        inline=not args.no_inline,
         **{
             name: getattr(args, name)
             for name, *_ in _LIMIT_FLAGS

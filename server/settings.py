@@ -54,6 +54,9 @@ class Settings:
     compiled: bool = True
     """Answer queries through compiled plans (`schema/direct.py`); else strawberry's and
     graphql-core's execution for all."""
+    inline: bool = True
+    """Run on the event loop the compiled operations priced and estimated cheap
+    (`schema/inline.py`); else only short documents without connections."""
 
     def to_env(self) -> dict[str, str]:
         env = {}

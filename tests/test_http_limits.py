@@ -261,7 +261,7 @@ def test_an_abandoned_operation_is_answered_with_a_code(pages_index: Path) -> No
 
     T = TypeVar("T")
 
-    async def gives_up(query: str | None, operation: Callable[[], T]) -> T:
+    async def gives_up(query: str | None, operation: Callable[[], T], inline: bool = False) -> T:
         raise OverBudgetError(0.25)
 
     store = IndexStore(pages_index)

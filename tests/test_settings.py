@@ -35,6 +35,7 @@ def _unusual(index: Path) -> Settings:
         read_timeout=1.5,
         max_requests=9,
         compiled=False,
+        inline=False,
     )
 
 
