@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from cachegql.index.ingest.files import read_regular, reason
+from cachegql.index.ingest.files import Blob, read_regular, reason
 from cachegql.index.ingest.inflate import gunzip
 from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
@@ -153,7 +153,7 @@ def _manifest_database(manifest: Location, root: Location, opener: Opener) -> Da
     return _database(_manifest_blob(manifest, root, opener), str(manifest))
 
 
-def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> bytes:
+def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> Blob:
     """The bytes of the newest supported database a manifest lists, checksum verified."""
     document = _json(strip_clearsign(opener.read(manifest)), str(manifest))
     records = document.get("data") if isinstance(document, dict) else None
@@ -181,7 +181,9 @@ def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> bytes:
         )
     blob = root.join("blobs", algorithm, checksum[:2], checksum)
     data = opener.read_verified(blob, checksum)
-    return gunzip(data, str(blob), opener.limits) if data[:2] == _GZIP_MAGIC else data
+    if data[:2] == _GZIP_MAGIC:
+        return gunzip(data if isinstance(data, bytes) else bytes(data), str(blob), opener.limits)
+    return data
 
 
 def _tarball_sizes(specs: Location) -> tuple[dict[str, int], list[Problem]]:
@@ -339,7 +341,7 @@ def read_listing(
     return entries, problems
 
 
-def _database(data: bytes, source: str) -> Database:
+def _database(data: Blob, source: str) -> Database:
     try:
         return read_database(data, source)
     except SourceFormatError as exc:
