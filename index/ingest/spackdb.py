@@ -96,7 +96,9 @@ class _SlicingError(Exception):
 _RECORD = re.compile(rb'"([a-z2-7]{32})"\s*:\s*\{')
 _INSTALLS = re.compile(rb'"installs"\s*:\s*\{')
 _VERSION = re.compile(rb'"version"\s*:\s*"?([^",}\s]*)"?')
-_IN_BUILDCACHE = re.compile(rb'"in_buildcache"\s*:\s*(true|false)')
+_IN_BUILDCACHE = rb'"in_buildcache"\s*:\s*(true|false)'
+# A record's start or its flag (group 2), found in one scan of a view's index.
+_RECORD_OR_FLAG = re.compile(_RECORD.pattern + b"|" + _IN_BUILDCACHE)
 _RELEASE_SPAN = 64 << 20  # bytes of a mapped index read before its pages are dropped
 
 
@@ -120,23 +122,17 @@ def _records(data: Blob, source: str, lazy: bool = False) -> tuple[int, Iterator
     version = _VERSION.search(data[: installs.start()]) or _VERSION.search(after)
     if version is None:
         return _whole_document(data, source, lazy)
-    matches = _RECORD.finditer(data, installs.end())
+    spans = _spans(data, installs.end(), last_end, lazy)
 
     def records() -> Iterator[tuple[str, Any]]:
         released = 0
-        match: re.Match[bytes] | None = next(matches)
-        while match is not None:
-            following = next(matches, None)
-            end = last_end if following is None else following.start()
+        for match, end, flag in spans:
             if match.start() - released > _RELEASE_SPAN:
                 released = match.start()
                 release(data, released)
-            if lazy:  # searched in place: copying each record's bytes cost more
-                flag = _IN_BUILDCACHE.search(data, match.end(), end)
-                if flag is not None:
-                    yield match.group(1).decode(), flag.group(1) == b"true"
-                    match = following
-                    continue
+            if flag is not None:  # lazy: found in the same scan, nothing copied
+                yield match.group(1).decode(), flag.group(2) == b"true"
+                continue
             piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
             try:
                 record = orjson.loads(piece)
@@ -145,9 +141,28 @@ def _records(data: Blob, source: str, lazy: bool = False) -> tuple[int, Iterator
                     f"not valid JSON ({exc}) in record {match.group(1).decode()}"
                 ) from None
             yield match.group(1).decode(), bool(record.get("in_buildcache")) if lazy else record
-            match = following
 
     return _db_version(version.group(1).decode()), records()
+
+
+def _spans(
+    data: Blob, begin: int, last_end: int, lazy: bool
+) -> Iterator[tuple[re.Match[bytes], int, re.Match[bytes] | None]]:
+    """Each record's start, where it ends (the next start, or `last_end`) and, with
+    `lazy`, its first `in_buildcache` flag (None if it has none): one scan for both,
+    as neither can overlap the other."""
+    current: re.Match[bytes] | None = None
+    flag: re.Match[bytes] | None = None
+    for found in (_RECORD_OR_FLAG if lazy else _RECORD).finditer(data, begin):
+        if found.group(1) is None:  # a flag
+            if current is not None and flag is None and found.end() <= last_end:
+                flag = found
+            continue
+        if current is not None:
+            yield current, found.start(), flag
+        current, flag = found, None
+    if current is not None:
+        yield current, last_end, flag
 
 
 def _last_record(data: Blob, start: int) -> re.Match[bytes] | None:
