@@ -20,6 +20,7 @@ from cachegql.index.disk.dag import Dag
 from cachegql.index.disk.dagwrite import CycleError, write_dag
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.ingest.dag_nodes import Edge
+from cachegql.index.ingest.edge_arrays import EdgeArrays
 from cachegql.index.query.reach import DependsLeaf
 from tests.conftest import shared_or_skip
 
@@ -135,7 +136,7 @@ def test_spack_test_mirrors_answer_as_the_oracle(folder: str, tmp_path: Path) ->
 def test_a_cycle_is_refused(tmp_path: Path) -> None:
     edges = {"a": [Edge("y", "b", ("link",), ())], "b": [Edge("x", "a", ("link",), ())]}
     with pytest.raises(CycleError, match="cycle"):
-        write_dag(tmp_path, edges, ["a", "b"], [], ["x", "y"])
+        write_dag(tmp_path, EdgeArrays.of(edges), ["a", "b"], [], ["x", "y"])
 
 
 def test_the_last_few_hubs_keep_their_rows(generated: IndexStore) -> None:

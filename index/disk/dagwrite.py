@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,7 @@ import numpy.typing as npt
 from cachegql.index.disk.columns import Offsets, Postings, Rows
 from cachegql.index.disk.layout import DAG_FILE, DAG_FOLDER, DEPTYPES
 from cachegql.index.disk.walk import gather
-from cachegql.index.ingest.dag_nodes import Edge
+from cachegql.index.ingest.edge_arrays import EdgeArrays
 
 __all__ = ["CycleError", "write_dag"]
 
@@ -38,7 +38,7 @@ class CycleError(ValueError):
 
 def write_dag(
     folder: Path,
-    edges: Mapping[str, Sequence[Edge]],
+    edges: EdgeArrays,
     spec_hashes: Sequence[str],
     node_hashes: Sequence[str],
     names: Sequence[str],
@@ -47,37 +47,39 @@ def write_dag(
     rows hold `node_hashes`, both in row order; `names` is each node's package name."""
     folder = folder / DAG_FOLDER
     folder.mkdir()
-    ids = {digest: i for i, digest in enumerate((*spec_hashes, *node_hashes))}
-    num_nodes, num_specs = len(ids), len(spec_hashes)
-    virtual_sets: dict[tuple[str, ...], int] = {(): 0}
-    masks: dict[tuple[str, ...], int] = {}
-    lengths = np.zeros(num_nodes, dtype=np.int64)
+    num_specs = len(spec_hashes)
+    num_nodes = num_specs + len(node_hashes)
+    written = itertools.chain(spec_hashes, node_hashes)
+    ids = edges.ids
+    # Each row's number in `edges` (-1: none), and each number's row: the last row of
+    # its hash, a hash being both a spec row (from a page) and a node row.
+    number = np.fromiter((ids.get(h, -1) for h in written), dtype=np.int64, count=num_nodes)
+    known = np.flatnonzero(number >= 0)
+    row_of = np.full(len(ids), -1, dtype=np.int64)
+    np.maximum.at(row_of, number[known], known)
+    start = np.frombuffer(edges.start, dtype=np.int64)
+    count = np.frombuffer(edges.count, dtype=np.int32).astype(np.int64)
     # A spec read from a page has no recorded edges (unknown), unlike a leaf (none).
     recorded = np.zeros(num_nodes, dtype=np.bool_)
-    # Typed arrays, not lists: 10M edges at 1M specs would be 10M int objects per list.
-    targets = array("i")
-    deptypes = array("B")
-    virtuals = array("i")
-    for node, digest in enumerate((*spec_hashes, *node_hashes)):
-        node_edges = edges.get(digest)
-        if node_edges is None:
-            continue
-        recorded[node] = True
-        lengths[node] = len(node_edges)
-        for edge in node_edges:
-            targets.append(ids[edge.hash])
-            mask = masks.get(edge.deptypes)
-            if mask is None:
-                mask = masks[edge.deptypes] = _mask(edge.deptypes)
-            deptypes.append(mask)
-            virtuals.append(virtual_sets.setdefault(edge.virtuals, len(virtual_sets)))
+    recorded[known] = start[number[known]] >= 0
+    rows = np.flatnonzero(recorded)
+    lengths = np.zeros(num_nodes, dtype=np.int64)
+    lengths[rows] = count[number[rows]]
     offsets = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    target_ids = np.frombuffer(targets, dtype=np.int32) if targets else _EMPTY
+    # The edges of the recorded rows, in row order, each row's run of `edges` in turn.
+    runs = lengths[rows]
+    run_start = start[number[rows]] - (np.cumsum(runs) - runs)
+    taken = np.repeat(run_start, runs) + np.arange(int(offsets[-1]), dtype=np.int64)
+    targets = _numbers(edges.targets)[taken]
+    target_ids = row_of[targets].astype(np.int32) if len(targets) else _EMPTY
+    masks = np.array([_mask(d) for d in edges.deptype_sets] or [0], dtype=np.uint8)
+    deptypes = masks[_numbers(edges.deptypes)[taken]]
+    virtuals, virtual_sets = _first_seen(_numbers(edges.virtuals)[taken], edges.virtual_sets)
     np.save(folder / "edges.offsets.npy", offsets)
     np.save(folder / "edges.targets.npy", target_ids)
-    np.save(folder / "edges.deptypes.npy", np.frombuffer(deptypes, dtype=np.uint8))
-    np.save(folder / "edges.virtuals.npy", np.frombuffer(virtuals, dtype=np.int32))
+    np.save(folder / "edges.deptypes.npy", deptypes)
+    np.save(folder / "edges.virtuals.npy", virtuals)
     np.save(folder / "edges.recorded.npy", recorded)
 
     sources = np.repeat(np.arange(num_nodes, dtype=np.int32), lengths)
@@ -96,9 +98,24 @@ def write_dag(
         "nodes": num_nodes,
         "names": package_names,
         "hubs": [package_names[h] for h in hubs.tolist()],
-        "virtuals": [list(v) for v in sorted(virtual_sets, key=virtual_sets.__getitem__)],
+        "virtuals": [list(v) for v in virtual_sets],
     }
     (folder / DAG_FILE).write_text(json.dumps(meta), encoding="utf-8")
+
+
+def _numbers(values: array[int]) -> Rows:
+    return np.frombuffer(values, dtype=np.int32) if values else _EMPTY
+
+
+def _first_seen(codes: Rows, sets: Sequence[tuple[str, ...]]) -> tuple[Rows, list[tuple[str, ...]]]:
+    """`codes` (into `sets`, the empty set 0) renumbered in the order they first occur,
+    the empty set staying 0; and the sets in that order."""
+    present, first = np.unique(codes, return_index=True)
+    keep = present != 0
+    order = present[keep][np.argsort(first[keep], kind="stable")]
+    renumber = np.zeros(len(sets), dtype=np.int32)
+    renumber[order] = np.arange(1, len(order) + 1, dtype=np.int32)
+    return renumber[codes], [sets[0], *(sets[i] for i in order.tolist())]
 
 
 def _mask(deptypes: tuple[str, ...]) -> int:

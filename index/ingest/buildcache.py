@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from cachegql.index.ingest.files import read_regular, reason
+from cachegql.index.ingest.files import Blob, read_regular, reason
 from cachegql.index.ingest.inflate import gunzip
 from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
@@ -62,11 +61,6 @@ _DB_MEDIA_TYPE = re.compile(r"^application/vnd\.spack\.db\.v(\d+)\+json$")
 _TARBALL_MEDIA_TYPE = "application/vnd.spack.install."
 SPEC_FILE_SUFFIXES = (".spec.json", ".spec.json.sig", ".spec.yaml")
 _GZIP_MAGIC = b"\x1f\x8b"
-# Threads reading spec manifests. Two: at 200k manifests on two cores, four spent 15 s
-# more system time handing the GIL over than they overlapped
-# (docs/benchmarks/ingest-speed.md).
-READ_THREADS = 2
-_SIZE_BATCH = 1024  # spec manifests read by one task of a reading thread
 
 
 @dataclass
@@ -153,7 +147,7 @@ def _manifest_database(manifest: Location, root: Location, opener: Opener) -> Da
     return _database(_manifest_blob(manifest, root, opener), str(manifest))
 
 
-def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> bytes:
+def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> Blob:
     """The bytes of the newest supported database a manifest lists, checksum verified."""
     document = _json(strip_clearsign(opener.read(manifest)), str(manifest))
     records = document.get("data") if isinstance(document, dict) else None
@@ -181,7 +175,9 @@ def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> bytes:
         )
     blob = root.join("blobs", algorithm, checksum[:2], checksum)
     data = opener.read_verified(blob, checksum)
-    return gunzip(data, str(blob), opener.limits) if data[:2] == _GZIP_MAGIC else data
+    if data[:2] == _GZIP_MAGIC:
+        return gunzip(data if isinstance(data, bytes) else bytes(data), str(blob), opener.limits)
+    return data
 
 
 def _tarball_sizes(specs: Location) -> tuple[dict[str, int], list[Problem]]:
@@ -193,23 +189,16 @@ def _tarball_sizes(specs: Location) -> tuple[dict[str, int], list[Problem]]:
     # Sorted as paths sort (folder, then file name), without comparing Path objects:
     # at a million files that comparison alone took seconds.
     paths = sorted(specs.path.glob("*/*.spec.manifest.json"), key=lambda p: (p.parent.name, p.name))
-    # A million small files: their reading is system calls, which threads overlap. Each
-    # thread takes a batch (a future per file cost more than reading it).
-    batches = [paths[i : i + _SIZE_BATCH] for i in range(0, len(paths), _SIZE_BATCH)]
-    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-        for batch, batch_sizes in zip(batches, pool.map(_tarball_size_batch, batches), strict=True):
-            for path, size in zip(batch, batch_sizes, strict=True):
-                if size is None:
-                    problems.append(
-                        Problem(str(path), "spec manifest without a tarball size; ignored")
-                    )
-                else:
-                    sizes[path.name.removesuffix(".spec.manifest.json").rsplit("-", 1)[-1]] = size
+    # Read in turn: since a manifest takes a few system calls and little Python
+    # (`read_regular`), reading threads only handed the GIL over (docs/benchmarks/
+    # ingest-speed.md: one thread 5.6 s at 200k manifests, two 9 to 10.5 s).
+    for path in paths:
+        size = _tarball_size(path)
+        if size is None:
+            problems.append(Problem(str(path), "spec manifest without a tarball size; ignored"))
+        else:
+            sizes[path.name.removesuffix(".spec.manifest.json").rsplit("-", 1)[-1]] = size
     return sizes, problems
-
-
-def _tarball_size_batch(paths: list[Path]) -> list[int | None]:
-    return [_tarball_size(path) for path in paths]
 
 
 def _tarball_size(path: Path) -> int | None:
@@ -339,7 +328,7 @@ def read_listing(
     return entries, problems
 
 
-def _database(data: bytes, source: str) -> Database:
+def _database(data: Blob, source: str) -> Database:
     try:
         return read_database(data, source)
     except SourceFormatError as exc:

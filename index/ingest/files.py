@@ -11,19 +11,28 @@ understands ("a named pipe (FIFO)"), for the problem line.
 from __future__ import annotations
 
 import errno
+import hashlib
+import mmap
 import os
 import stat
 from pathlib import Path
 from typing import BinaryIO
 
 __all__ = [
+    "Blob",
     "NotRegularFileError",
     "describe_mode",
+    "map_regular",
     "open_regular",
     "read_head",
     "read_regular",
     "reason",
+    "release",
+    "sha256_of",
 ]
+
+Blob = bytes | mmap.mmap
+"""A file's content: bytes, or a large local file mapped (see `map_regular`)."""
 
 # Not regular files, by what `stat` says they are; anything else is "a special file".
 _KINDS = (
@@ -36,6 +45,10 @@ _KINDS = (
 # Opened for reading only, never blocking (a FIFO), never becoming our terminal (a tty).
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _CHUNK = 1 << 20
+# Files from this size on are mapped rather than read; a mapped file gives back the pages
+# used already a span at a time (`release`).
+_MAP_FROM = 64 << 20
+_SPAN = 64 << 20
 
 
 class NotRegularFileError(OSError):
@@ -79,15 +92,56 @@ def read_regular(path: Path) -> bytes:
     """
     fd, status = _open_checked(path)
     try:
-        chunks = []
-        # The size plus one, so that a file read whole takes one read and one at its end.
-        want = status.st_size + 1
-        while chunk := os.read(fd, want):
-            chunks.append(chunk)
-            want = _CHUNK  # the file grew, or the system reads less at once (2 GB)
-        return b"".join(chunks)
+        return _read_fd(fd, status)
     finally:
         os.close(fd)
+
+
+def map_regular(path: Path) -> Blob:
+    """The content of a regular file, mapped when large (read whole otherwise).
+
+    A mapped file is read as it is used, and `release` drops the pages used already: a
+    1.8 GB index (1M specs) read whole was 1.8 GB of the build's peak memory.
+    """
+    fd, status = _open_checked(path)
+    try:
+        if status.st_size < _MAP_FROM:
+            return _read_fd(fd, status)
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)  # a mapping keeps its own reference to the file
+
+
+def release(data: Blob, end: int) -> None:
+    """Drop from memory the pages of a mapped `data` before `end` (read again if used
+    again); nothing for bytes."""
+    if isinstance(data, mmap.mmap):
+        end -= end % mmap.PAGESIZE
+        if end > 0:
+            data.madvise(mmap.MADV_DONTNEED, 0, end)
+
+
+def sha256_of(data: Blob) -> str:
+    """The sha256 of `data`, a mapped file's a span at a time, each dropped once hashed."""
+    if isinstance(data, bytes):
+        return hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256()
+    with memoryview(data) as view:
+        for start in range(0, len(view), _SPAN):
+            digest.update(view[start : start + _SPAN])
+            release(data, start + _SPAN)
+    return digest.hexdigest()
+
+
+def _read_fd(fd: int, status: os.stat_result) -> bytes:
+    """The rest of an open file, `status` its status."""
+    chunks = []
+    # The size plus one, so that a file read whole takes one read and one at its end.
+    want = status.st_size + 1
+    while chunk := os.read(fd, want):
+        chunks.append(chunk)
+        want = _CHUNK  # the file grew, or the system reads less at once (2 GB)
+    return b"".join(chunks)
 
 
 def _open_checked(path: Path) -> tuple[int, os.stat_result]:

@@ -32,6 +32,7 @@ from cachegql.index.ingest.buildcache import (
     v2_folder,
     view_names,
 )
+from cachegql.index.ingest.files import Blob
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.spackdb import SourceFormatError
@@ -92,7 +93,7 @@ class RecordingOpener(Opener):
         self.digests[location.text] = _sha(data)
         return data
 
-    def read_verified(self, location: Location, sha256: str) -> bytes:
+    def read_verified(self, location: Location, sha256: str) -> Blob:
         try:
             data = super().read_verified(location, sha256)
         except ReadError as exc:  # a missing blob too: its manifest names it

@@ -14,18 +14,24 @@ location and says what went wrong.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 from urllib.parse import unquote, urljoin, urlparse
 
-from cachegql.index.ingest.files import NotRegularFileError, read_regular, reason
+from cachegql.index.ingest.files import (
+    Blob,
+    NotRegularFileError,
+    map_regular,
+    read_regular,
+    reason,
+    sha256_of,
+)
 from cachegql.index.ingest.limits import SourceLimits
 
 __all__ = [
@@ -46,6 +52,7 @@ OCI_SCHEMES = ("oci", "oci+http")
 NETWORK_SCHEMES = ("http", "https", *OCI_SCHEMES, "s3")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 # When the source being read must be read by (time.monotonic()), for every read of it.
+B = TypeVar("B", bound=Blob)
 _SOURCE_DEADLINE: ContextVar[float | None] = ContextVar("source_deadline", default=None)
 
 
@@ -175,28 +182,32 @@ class Opener:
     def read(self, location: Location) -> bytes:
         if location.is_url:
             return self._reader(location).read(location.text, _SOURCE_DEADLINE.get())
+        return self._local(location, read_regular)
+
+    def read_verified(self, location: Location, sha256: str) -> Blob:
+        """The bytes at `location`; ReadError unless their sha256 is `sha256`. A large
+        local file is mapped (see `map_regular`), its pages dropped once hashed."""
+        if location.is_url:
+            return self._reader(location).read_verified(
+                location.text, sha256, _SOURCE_DEADLINE.get()
+            )
+        data = self._local(location, map_regular)
+        actual = sha256_of(data)
+        if actual != sha256.lower():
+            raise ReadError(
+                f"{location}: checksum mismatch: expected sha256 {sha256}, the file has {actual}"
+            )
+        return data
+
+    def _local(self, location: Location, read: Callable[[Path], B]) -> B:
         try:
-            return read_regular(location.path)
+            return read(location.path)
         except FileNotFoundError:
             raise NotFoundError(f"{location}: no such file") from None
         except NotRegularFileError as exc:
             raise ReadError(f"{location}: {exc.strerror}; not read") from None
         except OSError as exc:
             raise ReadError(f"{location}: cannot read ({reason(exc)})") from None
-
-    def read_verified(self, location: Location, sha256: str) -> bytes:
-        """The bytes at `location`; ReadError unless their sha256 is `sha256`."""
-        if location.is_url:
-            return self._reader(location).read_verified(
-                location.text, sha256, _SOURCE_DEADLINE.get()
-            )
-        data = self.read(location)
-        actual = hashlib.sha256(data).hexdigest()
-        if actual != sha256.lower():
-            raise ReadError(
-                f"{location}: checksum mismatch: expected sha256 {sha256}, the file has {actual}"
-            )
-        return data
 
     def exists(self, location: Location) -> bool:
         """Whether a local location exists (URLs are found out by reading them)."""

@@ -130,11 +130,12 @@ def read_node(raw: dict[str, Any], digest: str, in_buildcache: bool, memo: NodeM
     return Node(
         hash=intern(digest),
         name=intern(name),
-        version=version,
-        os=_text(arch, "platform_os"),
-        platform=_text(arch, "platform"),
-        target=target_name,
-        namespace=str(node.get("namespace") or ""),
+        # Shared: a million nodes have a few thousand of each (a string each: 300 MB).
+        version=intern(version),
+        os=intern(_text(arch, "platform_os")),
+        platform=intern(_text(arch, "platform")),
+        target=intern(target_name),
+        namespace=intern(str(node.get("namespace") or "")),
         variants=variants,
         flags=flags,
         edges=memo.read_edges(node.get("dependencies")),

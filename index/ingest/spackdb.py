@@ -23,6 +23,7 @@ import orjson
 import yaml
 
 from cachegql.index.ingest.dag_nodes import Database, Edge, Node, SourceFormatError
+from cachegql.index.ingest.files import Blob, release
 from cachegql.index.ingest.node_reader import (
     FLAG_KINDS,
     NodeMemo,
@@ -50,7 +51,7 @@ _SIGNED = b"-----BEGIN PGP SIGNED MESSAGE-----"
 _SIGNATURE = b"\n-----BEGIN PGP SIGNATURE-----"
 
 
-def read_database(data: bytes, source: str) -> Database:
+def read_database(data: Blob, source: str) -> Database:
     """Read an index file; raise SourceFormatError when it is not one at all.
 
     The records are read one at a time from slices of the bytes (see `_records`), so that
@@ -78,7 +79,7 @@ def _read_records(version: int, records: Iterable[tuple[str, Any]], source: str)
     return result
 
 
-def binary_hashes(data: bytes, source: str) -> set[str]:
+def binary_hashes(data: Blob, source: str) -> set[str]:
     """The hashes an index lists as binaries, without reading its nodes (a view's stack)."""
     try:
         return {digest for digest, record in _records(data, source, lazy=True)[1] if record}
@@ -95,37 +96,43 @@ class _SlicingError(Exception):
 _RECORD = re.compile(rb'"([a-z2-7]{32})"\s*:\s*\{')
 _INSTALLS = re.compile(rb'"installs"\s*:\s*\{')
 _VERSION = re.compile(rb'"version"\s*:\s*"?([^",}\s]*)"?')
-_IN_BUILDCACHE = re.compile(rb'"in_buildcache"\s*:\s*(true|false)')
+_IN_BUILDCACHE = rb'"in_buildcache"\s*:\s*(true|false)'
+# A record's start or its flag (group 2), found in one scan of a view's index.
+_RECORD_OR_FLAG = re.compile(_RECORD.pattern + b"|" + _IN_BUILDCACHE)
+_RELEASE_SPAN = 64 << 20  # bytes of a mapped index read before its pages are dropped
 
 
-def _records(data: bytes, source: str, lazy: bool = False) -> tuple[int, Iterator[tuple[str, Any]]]:
+def _records(data: Blob, source: str, lazy: bool = False) -> tuple[int, Iterator[tuple[str, Any]]]:
     """The database version and its records, (hash, record), read slice by slice.
 
     With `lazy`, a record is only True or False (whether it is in the build cache), found
     without parsing the node. Falls back to parsing the whole document when the bytes are
-    not laid out as an index usually is.
+    not laid out as an index usually is. The records are found as they are read, and a
+    mapped file's pages are dropped behind them (`release`): a 1M-spec index is 1.8 GB.
     """
     installs = _INSTALLS.search(data)
-    starts = list(_RECORD.finditer(data, installs.end())) if installs else []
-    if not starts:
+    last = _last_record(data, installs.end()) if installs else None
+    if installs is None or last is None:
         return _whole_document(data, source, lazy)
-    last_end = _end_of_value(data, starts[-1].end() - 1)
+    last_end = _end_of_value(data, last.end() - 1)
     after = data[last_end:].lstrip()
     if last_end < 0 or not after.startswith(b"}"):
         return _whole_document(data, source, lazy)
     # The database's own version sits before its installs or after them.
-    version = _VERSION.search(data[: installs.start()]) or _VERSION.search(after)  # type: ignore[union-attr]
+    version = _VERSION.search(data[: installs.start()]) or _VERSION.search(after)
     if version is None:
         return _whole_document(data, source, lazy)
-    ends = [m.start() for m in starts[1:]] + [last_end]
+    spans = _spans(data, installs.end(), last_end, lazy)
 
     def records() -> Iterator[tuple[str, Any]]:
-        for match, end in zip(starts, ends, strict=True):
-            if lazy:  # searched in place: copying each record's bytes cost more
-                flag = _IN_BUILDCACHE.search(data, match.end(), end)
-                if flag is not None:
-                    yield match.group(1).decode(), flag.group(1) == b"true"
-                    continue
+        released = 0
+        for match, end, flag in spans:
+            if match.start() - released > _RELEASE_SPAN:
+                released = match.start()
+                release(data, released)
+            if flag is not None:  # lazy: found in the same scan, nothing copied
+                yield match.group(1).decode(), flag.group(2) == b"true"
+                continue
             piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
             try:
                 record = orjson.loads(piece)
@@ -138,7 +145,41 @@ def _records(data: bytes, source: str, lazy: bool = False) -> tuple[int, Iterato
     return _db_version(version.group(1).decode()), records()
 
 
-def _end_of_value(data: bytes, start: int) -> int:
+def _spans(
+    data: Blob, begin: int, last_end: int, lazy: bool
+) -> Iterator[tuple[re.Match[bytes], int, re.Match[bytes] | None]]:
+    """Each record's start, where it ends (the next start, or `last_end`) and, with
+    `lazy`, its first `in_buildcache` flag (None if it has none): one scan for both,
+    as neither can overlap the other."""
+    current: re.Match[bytes] | None = None
+    flag: re.Match[bytes] | None = None
+    for found in (_RECORD_OR_FLAG if lazy else _RECORD).finditer(data, begin):
+        if found.group(1) is None:  # a flag
+            if current is not None and flag is None and found.end() <= last_end:
+                flag = found
+            continue
+        if current is not None:
+            yield current, found.start(), flag
+        current, flag = found, None
+    if current is not None:
+        yield current, last_end, flag
+
+
+def _last_record(data: Blob, start: int) -> re.Match[bytes] | None:
+    """The last record start at or after `start`, searched in ever longer tails (two
+    record starts cannot overlap, so a tail's last is the whole file's)."""
+    size = _RELEASE_SPAN // 64
+    while True:
+        begin = max(start, len(data) - size)
+        last = None
+        for last in _RECORD.finditer(data, begin):  # noqa: B007 (the last is wanted)
+            pass
+        if last is not None or begin == start:
+            return last
+        size *= 4
+
+
+def _end_of_value(data: Blob, start: int) -> int:
     """Where the JSON object starting at `start` ends, or -1."""
     text = data[start:].decode("utf-8", "replace")
     try:
@@ -148,7 +189,7 @@ def _end_of_value(data: bytes, start: int) -> int:
     return start + len(text[:end].encode("utf-8", "replace"))
 
 
-def _whole_document(data: bytes, source: str, lazy: bool) -> tuple[int, Iterator[tuple[str, Any]]]:
+def _whole_document(data: Blob, source: str, lazy: bool) -> tuple[int, Iterator[tuple[str, Any]]]:
     document = _json(data, source)
     database = document.get("database") if isinstance(document, dict) else None
     if not isinstance(database, dict):
@@ -224,8 +265,8 @@ def strip_clearsign(data: bytes) -> bytes:
     return b"\n".join(line[2:] if line.startswith(b"- ") else line for line in body.split(b"\n"))
 
 
-def _json(data: bytes, source: str) -> Any:
+def _json(data: Blob, source: str) -> Any:
     try:
-        return orjson.loads(data)
+        return orjson.loads(data if isinstance(data, bytes) else memoryview(data))
     except orjson.JSONDecodeError as exc:
         raise SourceFormatError(f"not valid JSON ({exc})") from None

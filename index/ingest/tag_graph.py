@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from cachegql.index.ingest.buildcache import CacheData
 from cachegql.index.ingest.dag_nodes import Database, Edge
+from cachegql.index.ingest.edge_arrays import EdgeArrays
 from cachegql.index.ingest.tables import TagTable
 from cachegql.index.records import SpecRecord
 from cachegql.index.spack.compilers import Compiler
@@ -22,7 +23,8 @@ class TagGraph:
 
     `finish` turns it into the nodes that are not binaries of the tag (`extras`: nodes
     outside the cache, and dependencies the index lacks, known only by name and hash)
-    and the direct edges of every node.
+    and the direct edges of every node (`edges`), and drops the nodes: what is left
+    is columns and arrays.
     """
 
     tag: str
@@ -30,7 +32,7 @@ class TagGraph:
     stacks: dict[str, set[str]] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
     extras: TagTable | None = None
-    edges: dict[str, tuple[Edge, ...]] = field(default_factory=dict)
+    edges: EdgeArrays = field(default_factory=EdgeArrays)
 
     def add(self, data: CacheData) -> None:
         self.database.merge(data.database)
@@ -48,12 +50,14 @@ class TagGraph:
             yield node.record(self.tag, database.compiler_of(node), stacks, size)
 
     def finish(self) -> list[Edge]:
-        """Fill `extras` and `edges`; return the edges to hashes no source knows."""
+        """Fill `extras` and `edges`, drop the nodes; return the edges to hashes no
+        source knows."""
         database = self.database
         self.extras = TagTable(self.tag)
+        self.edges = EdgeArrays()
         dangling: dict[str, Edge] = {}
         for digest, node in sorted(database.nodes.items()):
-            self.edges[digest] = node.edges
+            self.edges.add(digest, node.edges)
             for edge in node.edges:
                 if edge.hash not in database.nodes:
                     dangling.setdefault(edge.hash, edge)
@@ -61,6 +65,8 @@ class TagGraph:
                 self.extras.add(node.record(self.tag, database.compiler_of(node), (), None), -1)
         for _, edge in sorted(dangling.items()):
             self.extras.add(_unknown_node(self.tag, edge), -1)
+        self.database = Database(database.source, database.version)
+        self.stacks, self.sizes = {}, {}
         return list(dangling.values())
 
 
