@@ -64,10 +64,26 @@ def _one_line(stderr: str) -> str:
     return stderr.rstrip("\n")
 
 
-def _index(*args: str | Path, **popen: Any) -> subprocess.Popen[str]:
+def _index(
+    *args: str | Path, preexec_fn: Callable[[], None] | None = None, **popen: Any
+) -> subprocess.Popen[str]:
+    """`cachegql index` as started from a terminal: SIGINT at its default. A run started
+    in the background by a shell without job control (`bash .ci/run &`) inherits SIGINT
+    ignored, and a process rightly keeps ignoring what its parent ignored (as nohup)."""
+
+    def as_from_a_terminal() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if preexec_fn is not None:
+            preexec_fn()
+
     command = [CLI, "index", *map(str, args)]
     return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=as_from_a_terminal,
+        **popen,
     )
 
 
