@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cachegql.index import IndexLoadError, IndexStore
+from cachegql.index import IndexLoadError, IndexStore, size_bounds
 
 __all__ = ["IndexHolder", "settle"]
 
@@ -31,7 +31,7 @@ class IndexHolder:
     def __init__(self, path: Path, default_tag: str | None = None) -> None:
         self.path = path
         self.default_tag = default_tag
-        self.store = IndexStore(path, default_tag)
+        self.store = _load(path, default_tag)
         self.on_reload: Callable[[bool], None] = _ignore
         """Told whether each attempt to load a newly published build succeeded."""
         self._refused: tuple[Path, float] | None = None
@@ -55,7 +55,7 @@ class IndexHolder:
         if folder == self.store.folder or self._still_refused(folder):
             return False
         try:
-            store = IndexStore(self.path, self.default_tag)
+            store = _load(self.path, self.default_tag)
         except IndexLoadError as exc:
             logger.error(
                 "refused index build %s: %s; still serving %s", folder, exc, self.store.build_id
@@ -123,6 +123,14 @@ FULL_COLLECTION_THRESHOLD = 100
 
 def _ignore(ok: bool) -> None:
     pass
+
+
+def _load(path: Path, default_tag: str | None) -> IndexStore:
+    """The build at `path`, its size bounds computed here, off the event loop: the first
+    operation priced to run inline would compute them there (tens of ms at 1M specs)."""
+    store = IndexStore(path, default_tag)
+    size_bounds(store)
+    return store
 
 
 def settle() -> None:

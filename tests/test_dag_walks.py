@@ -18,7 +18,9 @@ from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import IndexStore, build_index
 from cachegql.index.disk.dag import Dag
 from cachegql.index.disk.dagwrite import CycleError, write_dag
+from cachegql.index.disk.layout import DAG_FOLDER
 from cachegql.index.disk.snapshot import Snapshot
+from cachegql.index.disk.walk import ancestors
 from cachegql.index.ingest.dag_nodes import Edge
 from cachegql.index.ingest.edge_arrays import EdgeArrays
 from cachegql.index.query.reach import DependsLeaf
@@ -137,6 +139,40 @@ def test_a_cycle_is_refused(tmp_path: Path) -> None:
     edges = {"a": [Edge("y", "b", ("link",), ())], "b": [Edge("x", "a", ("link",), ())]}
     with pytest.raises(CycleError, match="cycle"):
         write_dag(tmp_path, EdgeArrays.of(edges), ["a", "b"], [], ["x", "y"])
+
+
+@pytest.mark.parametrize("asked", ["x", "y"])
+def test_a_node_whose_edges_come_last_is_found_by_both_walks(tmp_path: Path, asked: str) -> None:
+    """`a` depends on `x` and `y`, which have no edges and come last: the walk over every
+    edge at once (a wide frontier) finds `a` through its last edge as the walk up does."""
+    edges = {"a": [Edge("x", "x", ("link",), ()), Edge("y", "y", ("link",), ())]}
+    write_dag(tmp_path, EdgeArrays.of(edges), ["a", "x", "y"], [], ["a", "x", "y"])
+    dag = Dag(tmp_path / DAG_FOLDER)
+    node = np.array([["a", "x", "y"].index(asked)], dtype=np.intp)
+    assert dag.depending_on(node).tolist() == [0]
+    assert np.flatnonzero(ancestors(dag.parents, node, dag.num_nodes)).tolist() == [0]
+
+
+def test_an_edge_to_a_node_without_a_row_is_refused(tmp_path: Path) -> None:
+    edges = {"a": [Edge("z", "z", ("link",), ())]}
+    with pytest.raises(ValueError, match="neither a spec nor a node row"):
+        write_dag(tmp_path, EdgeArrays.of(edges), ["a"], [], ["a"])
+
+
+def test_the_walk_over_every_edge_answers_as_the_walk_up(tmp_path: Path) -> None:
+    """Random DAGs whose last nodes have no edges: both ways of taking a level agree."""
+    rng = random.Random(5)
+    hashes = [f"h{i:03}" for i in range(300)]
+    edges = {
+        hashes[i]: [Edge(t, t, ("link",), ()) for t in rng.sample(hashes[i + 1 :], 3)]
+        for i in range(200)  # nodes 200-299 depend on nothing
+    }
+    write_dag(tmp_path, EdgeArrays.of(edges), hashes, [], hashes)
+    dag = Dag(tmp_path / DAG_FOLDER)
+    for size in (1, 2, 5, 30, 60, 100, 150) * 3:  # the wider ones take the pass over edges
+        seeds = np.array(sorted(rng.sample(range(300), size)), dtype=np.intp)
+        walked_up = ancestors(dag.parents, seeds, dag.num_nodes)
+        assert dag.depending_on(seeds).tolist() == np.flatnonzero(walked_up).tolist()
 
 
 def test_the_last_few_hubs_keep_their_rows(generated: IndexStore) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from cachegql.index import IndexStore, build_index, deadline
 from cachegql.index.budget import remaining
+from cachegql.index.query import bounds
 from cachegql.server.holder import IndexHolder
 from tests.conftest import PAGES
 
@@ -118,3 +119,14 @@ def test_the_store_reads_its_own_build_even_when_the_link_moves(tmp_path: Path) 
     build_index([PAGES], out)
     assert store.build_id == first.folder.name
     store.close()
+
+
+def test_a_build_is_served_with_its_size_bounds_already_computed(
+    holder: IndexHolder, tmp_path: Path
+) -> None:
+    """Computed in the loading thread, not by the first request priced on the event loop."""
+    assert holder.store in bounds._BOUNDS
+    second = build_index([PAGES], tmp_path / "second").folder
+    _point(tmp_path / "ix", second)
+    assert holder.reload_if_changed()
+    assert holder.store in bounds._BOUNDS

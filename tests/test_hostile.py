@@ -78,6 +78,7 @@ def results(
     assert run.returncode == 0, run.stderr[-3000:]
     answers = {result["name"]: result for result in json.loads(report.read_text())["results"]}
     answers["inline-largest"]["index"] = str(work / "index")
+    answers["inline-largest"]["compiled"] = request.param == "compiled"
     return answers
 
 
@@ -153,5 +154,7 @@ def test_the_largest_inline_operation_keeps_the_canaries_waiting_only_a_few_ms(
         assert runs_inline(ready.cost, ready.reads, ready.variables, context, {})
     finally:
         store.close()
-    assert result["extra"]["answers"] > 100, result["notes"]
+    # Enough answers for the canaries to have waited behind them: inline (compiled) each
+    # takes a few ms; the stock path (`--no-compiled`) runs them in threads, ~15x slower.
+    assert result["extra"]["answers"] > (100 if result["compiled"] else 20), result["notes"]
     assert result["canary_worst_ms"] < INLINE_CANARY_WAIT_MS, result["canaries"]

@@ -9,6 +9,8 @@ pages dropped every few KB, and its last record found through tails grown severa
 
 from __future__ import annotations
 
+import hashlib
+import mmap
 import shutil
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
 from cachegql.index import build_index
 from cachegql.index.build import BuildReport
 from cachegql.index.ingest import files, spackdb
+from cachegql.index.ingest.locations import Location, Opener
 
 CONFIG = MirrorConfig(specs=300, packages=40, stacks=3, seed=11, dangling=3)
 
@@ -73,3 +76,27 @@ def test_a_mapped_blob_that_does_not_match_its_checksum_is_refused_alike(
     mapped = [str(p) for p in _build(changed, tmp_path / "mapped").problems]
     assert mapped == whole
     assert any("checksum mismatch" in p for p in mapped), mapped
+
+
+def test_only_a_file_named_by_its_digest_is_mapped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blob (named by its sha256) is never rewritten in place, so it may be mapped; a
+    v2 `index.json` may be copied over in place by `spack buildcache update-index` while
+    a build reads it (a mapped file cut short stops the build with SIGBUS), so it is read
+    whole, and what is parsed is what was verified."""
+    _mapped(monkeypatch)
+    content = b'{"database": {"version": "8", "installs": {}}}'
+    digest = hashlib.sha256(content).hexdigest()
+    blob = tmp_path / "blobs" / "sha256" / digest[:2] / digest
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(content)
+    index = tmp_path / "build_cache" / "index.json"
+    index.parent.mkdir()
+    index.write_bytes(content)
+    opener = Opener()
+    mapped = opener.read_verified(Location.of(blob), digest)
+    assert isinstance(mapped, mmap.mmap) and mapped[:] == content
+    mapped.close()
+    read = opener.read_verified(Location.of(index), digest)
+    assert isinstance(read, bytes) and read == content

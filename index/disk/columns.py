@@ -34,6 +34,7 @@ __all__ = [
     "FilePostings",
     "IdArray",
     "Mask",
+    "Narrow",
     "Offsets",
     "Postings",
     "Rows",
@@ -51,7 +52,7 @@ Codes = npt.NDArray[np.int32]
 Narrow = npt.NDArray[np.integer[Any]]
 """Codes as held in memory: in the narrowest unsigned type their dictionary fits (`narrow`)."""
 Offsets = npt.NDArray[np.signedinteger[Any]]
-"""Where each list starts: `int64` as saved, `int32` in memory where they fit (`narrow`)."""
+"""Where each list starts: `int64` as saved, `int32` in memory where they fit (`narrow_offsets`)."""
 Mask = npt.NDArray[np.bool_]
 IdArray = npt.NDArray[np.intp]
 

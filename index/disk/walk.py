@@ -95,11 +95,15 @@ def _into(children: tuple[Offsets, Rows], frontier: npt.NDArray[np.int64], num_n
     offsets, targets = children
     inside = np.zeros(num_nodes, dtype=np.bool_)
     inside[frontier] = True
-    hit = np.take(inside, targets)
-    if not len(hit):
+    if not len(targets):
         return np.zeros(num_nodes, dtype=np.bool_)
-    # `reduceat` gives an empty list its next item: clipped to the last edge, then cleared.
-    found: Mask = np.logical_or.reduceat(hit, np.minimum(offsets[:-1], len(hit) - 1))
+    # One False past the last edge: the nodes without edges at the end start there (a
+    # valid index for `reduceat`), and the last node with edges still ends at its own end.
+    hit = np.empty(len(targets) + 1, dtype=np.bool_)
+    np.take(inside, targets, out=hit[:-1])
+    hit[-1] = False
+    # `reduceat` gives an empty list its next item: cleared.
+    found: Mask = np.logical_or.reduceat(hit, offsets[:-1])
     found &= offsets[1:] != offsets[:-1]
     return found
 

@@ -51,8 +51,8 @@ __all__ = [
 OCI_SCHEMES = ("oci", "oci+http")
 NETWORK_SCHEMES = ("http", "https", *OCI_SCHEMES, "s3")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_B = TypeVar("_B", bound=Blob)
 # When the source being read must be read by (time.monotonic()), for every read of it.
-B = TypeVar("B", bound=Blob)
 _SOURCE_DEADLINE: ContextVar[float | None] = ContextVar("source_deadline", default=None)
 
 
@@ -185,13 +185,21 @@ class Opener:
         return self._local(location, read_regular)
 
     def read_verified(self, location: Location, sha256: str) -> Blob:
-        """The bytes at `location`; ReadError unless their sha256 is `sha256`. A large
-        local file is mapped (see `map_regular`), its pages dropped once hashed."""
+        """The bytes at `location`; ReadError unless their sha256 is `sha256`.
+
+        A large local file named by its own digest (a build cache's or OCI layout's blob)
+        is mapped (see `map_regular`), its pages dropped once hashed and read again as
+        parsed: such a file is written once and never rewritten in place. Any other file
+        (a v2 `index.json`, which `spack buildcache update-index` may copy over in place)
+        is read whole, so that the bytes parsed are the bytes verified and a file cut
+        short under the build cannot stop it with SIGBUS.
+        """
         if location.is_url:
             return self._reader(location).read_verified(
                 location.text, sha256, _SOURCE_DEADLINE.get()
             )
-        data = self._local(location, map_regular)
+        named_by_digest = location.path.name.lower() == sha256.lower()
+        data = self._local(location, map_regular if named_by_digest else read_regular)
         actual = sha256_of(data)
         if actual != sha256.lower():
             raise ReadError(
@@ -199,7 +207,7 @@ class Opener:
             )
         return data
 
-    def _local(self, location: Location, read: Callable[[Path], B]) -> B:
+    def _local(self, location: Location, read: Callable[[Path], _B]) -> _B:
         try:
             return read(location.path)
         except FileNotFoundError:
