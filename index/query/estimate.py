@@ -15,8 +15,9 @@ even inside an AND; a full-text `search` is whoosh's work, not rows: `UNBOUNDED_
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from cachegql.index.disk.columns import Offsets
 from cachegql.index.disk.snapshot import Snapshot
@@ -24,6 +25,8 @@ from cachegql.index.query.criteria import PackageCriteria, SpecCriteria, StringM
 from cachegql.index.spack.hashes import prefix_range
 
 __all__ = ["UNBOUNDED_READS", "package_reads", "spec_reads"]
+
+_C = TypeVar("_C", SpecCriteria, PackageCriteria)
 
 UNBOUNDED_READS = 1 << 62
 """What a query reads when rows do not measure it (a full-text search)."""
@@ -88,11 +91,9 @@ def _spec_bound(snapshot: Snapshot, criteria: SpecCriteria | None) -> _Bound:
         parts.append(_Bound(0 if atom_id is None else _size(postings.offsets, atom_id), 0))
     if criteria.depends_on is not None:
         parts.append(_depends_bound(snapshot, criteria.depends_on, total))
-    parts.extend(_spec_bound(snapshot, sub) for sub in criteria.all_of)
-    if criteria.any_of is not None:
-        parts.append(_any(_spec_bound(snapshot, sub) for sub in criteria.any_of))
-    if criteria.not_ is not None:
-        parts.append(_Bound(total, _spec_bound(snapshot, criteria.not_).fixed))
+    parts.extend(
+        _logic(snapshot, total, criteria.all_of, criteria.any_of, criteria.not_, _spec_bound)
+    )
     return _all(parts, total)
 
 
@@ -112,12 +113,28 @@ def _package_bound(snapshot: Snapshot, criteria: PackageCriteria | None) -> _Bou
         specs = _spec_bound(snapshot, criteria.has_spec)
         # Tested on few candidates, or all its spec rows generated once.
         parts.append(_Bound(min(specs.matches, total), max(specs.fixed, specs.matches)))
-    parts.extend(_package_bound(snapshot, sub) for sub in criteria.all_of)
-    if criteria.any_of is not None:
-        parts.append(_any(_package_bound(snapshot, sub) for sub in criteria.any_of))
-    if criteria.not_ is not None:
-        parts.append(_Bound(total, _package_bound(snapshot, criteria.not_).fixed))
+    parts.extend(
+        _logic(snapshot, total, criteria.all_of, criteria.any_of, criteria.not_, _package_bound)
+    )
     return _all(parts, total)
+
+
+def _logic(
+    snapshot: Snapshot,
+    total: int,
+    all_of: Sequence[_C],
+    any_of: Sequence[_C] | None,
+    not_: _C | None,
+    bound: Callable[[Snapshot, _C], _Bound],
+) -> list[_Bound]:
+    """The bounds of a filter's `allOf`, `anyOf` and `not`: a NOT may match everything, but
+    plans what it negates."""
+    parts = [bound(snapshot, sub) for sub in all_of]
+    if any_of is not None:
+        parts.append(_any(bound(snapshot, sub) for sub in any_of))
+    if not_ is not None:
+        parts.append(_Bound(total, bound(snapshot, not_).fixed))
+    return parts
 
 
 def _all(parts: list[_Bound], total: int) -> _Bound:
