@@ -144,11 +144,11 @@ def create_app(settings: Settings) -> Starlette:
             cache=graphql,
             endpoint=endpoint,
             gzip_min_bytes=settings.gzip_min_bytes,
-            cors=bool(settings.cors_origins),
         )
 
-    # /graphql without starlette's own layers, a usual POST in one pass
-    front_door(app, graphql_route, middleware, fast)
+    # /graphql without starlette's own layers; without CORS (which edits every answer's
+    # headers), a usual POST in one pass
+    front_door(app, graphql_route, middleware, None if settings.cors_origins else fast)
     app.state.holder = holder
     app.state.offloader = endpoint.offloader
     app.state.endpoint = endpoint

@@ -1,21 +1,22 @@
 """The usual POST to /graphql answered in one flat pass, not a layer per concern.
 
-Each layer of the GraphQL stack (request id and access record, CORS, gzip, admission,
-body limit, response cache, endpoint) is an ASGI app wrapping the next: per request a
-closure or two for `send`, a `Headers` made to read a header, the body handed down as a
-replayed message, starlette's `Request` and `Response`. For a response cache hit that was
-most of its CPU. The usual request, a POST of `application/json` with a declared body
-within the limits, from a client that negotiates a media type (and, with CORS on, sends no
-`Origin`), is answered here instead, with the same steps in the same order: admitted,
-its body read within the body limit's size and time, looked up in the response cache (a
-hit's headers made once per entry and encoding), else answered by the endpoint without
-starlette's objects (`GraphQLEndpoint.answer_post`) and kept; then gzipped as the
-compression middleware would (`compression.whole`), sent with its request id, counted in
-the metrics and logged (`AccessLog.begin`, `AccessLog.end`).
+Each layer of the GraphQL stack (request id and access record, CORS, gzip, admission, body
+limit, response cache, endpoint) is an ASGI app wrapping the next: per request a closure or
+two for `send`, a `Headers` made to read a header, the body handed down as a replayed
+message, starlette's `Request` and `Response`. For a response cache hit that was most of
+its CPU. The usual request, a POST of `application/json` with a declared body within the
+limits, from a client that negotiates a media type, is answered here instead, with the same
+steps in the same order: admitted, its body read within the body limit's size and time,
+looked up in the response cache (a hit's headers made once per entry and encoding), else
+answered by the endpoint without starlette's objects (`GraphQLEndpoint.answer_post`) and
+kept; then gzipped as the compression middleware would (`compression.whole`), sent with its
+request id, counted in the metrics and logged (`AccessLog.begin`, `AccessLog.end`).
 
-Anything else goes to the stack (`slow`) as before, also when this pass finds out late
-that it cannot answer: a body that is not whole at once is handed over as read, a body
-too slow as the body limit's own time-out (408), a worker full as admission's 503.
+An app with CORS on does not use it: starlette's CORS middleware edits every answer's
+headers (`Vary: Origin`), with or without an `Origin`. Anything else goes to the stack
+(`slow`) as before, also when this pass finds out late that it cannot answer: a client gone
+before the end of its body is handed over with what was read, a body too slow as the body
+limit's own timeout (408), a worker full as admission's 503.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ class FastPost:
         cache: ResponseCache,
         endpoint: GraphQLEndpoint,
         gzip_min_bytes: int,
-        cors: bool,
     ) -> None:
         self.slow = slow
         self.log = log
@@ -60,7 +60,6 @@ class FastPost:
         self.cache = cache
         self.endpoint = endpoint
         self.gzip_min_bytes = gzip_min_bytes
-        self.cors = cors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         content_type = self._eligible(scope)
@@ -101,8 +100,6 @@ class FastPost:
                 content_type = content_type or value
             elif name == b"content-length":
                 length = length or value
-            elif name == b"origin" and self.cors:
-                return None  # CORS has headers to add
         if content_type is None or length is None or not length.isdigit():
             return None
         bound = self.limit.max_bytes
