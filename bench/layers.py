@@ -5,7 +5,8 @@
 Drives the real app's ASGI callables directly, on one event loop, with a hash lookup
 POSTed as an ordinary client sends it, and prints microseconds of CPU per request for
 each stack from the endpoint alone to the whole app (each row adds one layer; the
-difference is that layer's cost). Uncached: the response cache is off (the plan cache is
+difference is that layer's cost; the one pass takes the same steps as the layers above
+it). Uncached: the response cache is off (the plan cache is
 warm, as under load); cached: it answers every request after the first.
 """
 
@@ -95,6 +96,9 @@ def stacks(index: Path, cache: bool) -> list[tuple[str, Callable[..., Any]]]:
     graphql = getattr(front, "graphql", None)  # older checkouts have no front door
     if graphql is not None:
         rows.append(("+ request id, metrics, access record, gzip", graphql))
+    post = getattr(front, "post", None)  # the one pass (`fast_post`), if this checkout has it
+    if post is not None and post is not graphql:
+        rows.append(("the same in one pass (fast_post)", post))
     rows.append(("the whole app (logs off)", app))
     configure_logger("json", Path(os.devnull).open("w"))  # noqa: SIM115 (for the process)
     logged = create_app(Settings(**{**settings.__dict__, "access_log": True}))
