@@ -21,7 +21,6 @@ limit's own timeout (408), a worker full as admission's 503.
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -114,15 +113,9 @@ class FastPost:
 
     async def _read(self, receive: Receive) -> tuple[list[Message], bytes | None]:
         """The messages read, and the body if it came whole within the body limit's time."""
-        read: list[Message] = []
-        async with asyncio.timeout(self.limit.timeout):
-            while True:
-                message = await receive()
-                read.append(message)
-                if message["type"] != "http.request":
-                    return read, None
-                if not message.get("more_body", False):
-                    break
+        read = await self.limit.deadlines.run(lambda: _messages(receive))
+        if read[-1]["type"] != "http.request":
+            return read, None
         if len(read) == 1:
             return read, read[0].get("body", b"")
         body = b"".join(m.get("body", b"") for m in read)
@@ -181,6 +174,16 @@ class FastPost:
             raise
         finally:
             log.end(scope, info, status, time.perf_counter() - start, sent, arrived, logging_on)
+
+
+async def _messages(receive: Receive) -> list[Message]:
+    """A body's messages, up to its last (or the client's leaving)."""
+    read = []
+    while True:
+        message = await receive()
+        read.append(message)
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return read
 
 
 def _header(scope: Scope, name: bytes) -> str:
