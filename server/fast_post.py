@@ -61,14 +61,12 @@ class FastPost:
         self.gzip_min_bytes = gzip_min_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        content_type = self._eligible(scope)
-        if content_type is None:
+        eligible = self._eligible(scope)
+        media = None if eligible is None else negotiate(eligible[1])
+        if eligible is None or media is None:
             await self.slow(scope, receive, send)
             return
-        media = negotiate(_header(scope, b"accept"))
-        if media is None:
-            await self.slow(scope, receive, send)
-            return
+        content_type = eligible[0]
         admission = self.admission
         counted = admission.max_requests > 0
         if counted and admission.in_progress >= admission.max_requests:
@@ -91,14 +89,18 @@ class FastPost:
         finally:
             admission.in_progress -= counted
 
-    def _eligible(self, scope: Scope) -> str | None:
-        """The request's Content-Type if this pass may answer it, else None."""
-        content_type = length = None
-        for name, value in scope["headers"]:
+    def _eligible(self, scope: Scope) -> tuple[str, str] | None:
+        """The request's Content-Type and Accept if this pass may answer it, else None."""
+        content_type = length = accept = None
+        for name, value in scope["headers"]:  # the first of each, as `Headers.get`
             if name == b"content-type":
-                content_type = content_type or value
+                if content_type is None:
+                    content_type = value
             elif name == b"content-length":
-                length = length or value
+                if length is None:
+                    length = value
+            elif name == b"accept" and accept is None:
+                accept = value
         if content_type is None or length is None or not length.isdigit():
             return None
         bound = self.limit.max_bytes
@@ -109,7 +111,7 @@ class FastPost:
         text: str = content_type.decode("latin-1")
         if text.split(";")[0].strip() != _JSON:  # as the response cache's key asks
             return None
-        return text
+        return text, "" if accept is None else accept.decode("latin-1")
 
     async def _read(self, receive: Receive) -> tuple[list[Message], bytes | None]:
         """The messages read, and the body if it came whole within the body limit's time."""
@@ -184,14 +186,6 @@ async def _messages(receive: Receive) -> list[Message]:
         read.append(message)
         if message["type"] != "http.request" or not message.get("more_body", False):
             return read
-
-
-def _header(scope: Scope, name: bytes) -> str:
-    """The first value of header `name`, as `Headers.get` reads it ("" if none)."""
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return ""
 
 
 async def _timed_out() -> Message:
