@@ -156,12 +156,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         # A request begun in this read and not whole: its head's time starts now. Armed
         # here, not as it begins, so that a request read whole at once (the usual) costs
         # no timer set and cancelled.
-        if self.head_deadline is None and not self.lingering and self._in_head():
+        head_bytes = self.head_bytes  # None: the head is whole; 0: no request begun
+        if (
+            head_bytes is not None
+            and self.head_deadline is None
+            and not self.lingering
+            and (head_bytes or self.in_message)
+        ):
             self._arm()
-
-    def _in_head(self) -> bool:
-        """Whether a request's head is begun and not finished."""
-        return bool(self.head_bytes) or (self.in_message and self.head_bytes is not None)
 
     def send_400_response(self, msg: str) -> None:
         self._refuse(b"400 Bad Request", f"the request is not valid HTTP/1.1: {msg}")
@@ -179,7 +181,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.in_message = True
 
     def on_headers_complete(self) -> None:
-        self._disarm()
+        if self.head_deadline is not None:
+            self._disarm()
         self.head_bytes = None
         super().on_headers_complete()
 
