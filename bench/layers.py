@@ -16,6 +16,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -103,7 +104,20 @@ def stacks(index: Path, cache: bool) -> list[tuple[str, Callable[..., Any]]]:
     configure_logger("json", Path(os.devnull).open("w"))  # noqa: SIM115 (for the process)
     logged = create_app(Settings(**{**settings.__dict__, "access_log": True}))
     rows.append(("the whole app, a JSON access line each (to /dev/null)", logged))
+    rows.append(("the floor's whole app (bench/floor_app.py)", floor_app()))
     return rows
+
+
+def floor_app() -> Callable[..., Any]:
+    """The floor (`bench/floor_app.py`), answering a body of a hash lookup's size."""
+    body = Path(tempfile.gettempdir()) / "cachegql-layers-floor-body.json"
+    body.write_bytes(b'{"data":{"spec":{"hash":"%s"}}}' % (b"x" * 170))
+    os.environ["BENCH_FLOOR_BODY"] = str(body)
+    sys.path.insert(0, str(Path(__file__).parent))
+    import floor_app
+
+    app: Callable[..., Any] = floor_app.app
+    return app
 
 
 def main(argv: list[str]) -> int:
