@@ -1,6 +1,7 @@
 """Two installs of cachegql served in turn on the same index, under the same load.
 
     python bench/ab.py --index DIR --before VENV_A --after VENV_B [--rounds 3] [--duration 10]
+        [--floor]
 
 For each round and each install (interleaved, so that drift of the machine hits both),
 `cachegql serve` with 1 worker (`--workers`) answers a hash-prefix lookup (or `--query`
@@ -8,7 +9,9 @@ For each round and each install (interleaved, so that drift of the machine hits 
 response cache, under `bench/loadgen.py` (16 connections, bounded in time and count).
 Prints one line per run and a summary of medians. Extra serve flags per side with
 --before-flag/--after-flag (repeatable). Used to measure what a change to the HTTP layer
-costs per request.
+costs per request. With --floor, the bare starlette floor (`bench/floor_app.py`, served by
+uvicorn as `run.py` serves it, answering cachegql's own answer) runs in turn with them, and
+the summary gives each side's req/s as a share of the floor's.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from run import PORT, children, load, server  # type: ignore[import-not-found]
+from run import PORT, WORK, children, load, post, server  # type: ignore[import-not-found]
 
 QUERY = '{ spec(hash: "%s") { name version compiler { name version } } }'
 
@@ -47,6 +50,41 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def serve_command(venv: Path, index: Path, workers: int, flags: list[str]) -> list[str]:
+    return [
+        str(venv / "bin" / "cachegql"),
+        "serve",
+        "--index",
+        str(index),
+        "--port",
+        str(PORT),
+        "--reload-interval",
+        "0",
+        "--workers",
+        str(workers),
+        *flags,
+    ]
+
+
+def floor_command(venv: Path, workers: int) -> list[str]:
+    """The floor as `run.py` serves it (from the repository's root: `bench.floor_app`)."""
+    return [
+        str(venv / "bin" / "uvicorn"),
+        "bench.floor_app:app",
+        "--port",
+        str(PORT),
+        "--workers",
+        str(workers),
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", type=Path, required=True)
@@ -62,6 +100,7 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--only-uncached", action="store_true")
+    parser.add_argument("--floor", action="store_true", help="the bare starlette floor too")
     args = parser.parse_args()
     args.index = args.index.resolve()  # the servers run from the repository's root
     query = QUERY % (args.hash or prefix(args.index))
@@ -77,26 +116,25 @@ def main() -> int:
     load_args = argparse.Namespace(concurrency=16, duration=args.duration, max_requests=500_000)
     url = f"http://127.0.0.1:{PORT}/graphql"
     sides = {"before": (args.before, args.before_flag), "after": (args.after, args.after_flag)}
+    floor_body = WORK / "floor-ab.json"
+    if args.floor:
+        WORK.mkdir(parents=True, exist_ok=True)
+        with server(serve_command(args.after, args.index, args.workers, args.after_flag), url):
+            floor_body.write_bytes(post(url, query))
+        sides["floor"] = (args.after, [])
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for round_ in range(args.rounds):
         for cache in caches:
             for side, (venv, flags) in sides.items():
-                command = [
-                    str(venv / "bin" / "cachegql"),
-                    "serve",
-                    "--index",
-                    str(args.index),
-                    "--port",
-                    str(PORT),
-                    "--reload-interval",
-                    "0",
-                    "--workers",
-                    str(args.workers),
-                    *flags,
-                ]
-                if cache == "uncached":
-                    command += ["--response-cache-mb", "0"]
-                with server(command, url) as (process, _):
+                env = None
+                if side == "floor":
+                    command = floor_command(venv, args.workers)
+                    env = {"BENCH_FLOOR_BODY": str(floor_body)}
+                else:
+                    command = serve_command(venv, args.index, args.workers, flags)
+                    if cache == "uncached":
+                        command += ["--response-cache-mb", "0"]
+                with server(command, url, env=env) as (process, _):
                     pids = [process.pid, *children(process.pid)]
                     spent = cpu_seconds(pids)
                     result = load(PORT, query, load_args)
@@ -111,12 +149,21 @@ def main() -> int:
                 )
     print("\nmedians over rounds")
     for cache in caches:
-        before = statistics.median(r["rps"] for r in results[("before", cache)])
-        after = statistics.median(r["rps"] for r in results[("after", cache)])
+        rps = {s: statistics.median(r["rps"] for r in results[(s, cache)]) for s in sides}
+        cpu = {s: statistics.median(r["cpu_us"] for r in results[(s, cache)]) for s in sides}
+        before, after = rps["before"], rps["after"]
         change = (after - before) / before * 100
         print(f"{cache:8} before {before:8.0f} req/s  after {after:8.0f} req/s  {change:+.1f}%")
-        cpu = [statistics.median(r["cpu_us"] for r in results[(s, cache)]) for s in sides]
-        print(f"{cache:8} server CPU per request: before {cpu[0]:.0f} us, after {cpu[1]:.0f} us")
+        print(
+            f"{cache:8} server CPU per request: before {cpu['before']:.0f} us, "
+            f"after {cpu['after']:.0f} us"
+        )
+        if "floor" in rps:
+            floor = rps["floor"]
+            print(
+                f"{cache:8} floor {floor:8.0f} req/s ({cpu['floor']:.0f} us): before "
+                f"{before / floor:.1%}, after {after / floor:.1%} of the floor"
+            )
     return 0
 
 

@@ -5,7 +5,8 @@
 Drives the real app's ASGI callables directly, on one event loop, with a hash lookup
 POSTed as an ordinary client sends it, and prints microseconds of CPU per request for
 each stack from the endpoint alone to the whole app (each row adds one layer; the
-difference is that layer's cost). Uncached: the response cache is off (the plan cache is
+difference is that layer's cost; the one pass takes the same steps as the layers above
+it). Uncached: the response cache is off (the plan cache is
 warm, as under load); cached: it answers every request after the first.
 """
 
@@ -15,6 +16,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -95,11 +97,27 @@ def stacks(index: Path, cache: bool) -> list[tuple[str, Callable[..., Any]]]:
     graphql = getattr(front, "graphql", None)  # older checkouts have no front door
     if graphql is not None:
         rows.append(("+ request id, metrics, access record, gzip", graphql))
+    post = getattr(front, "post", None)  # the one pass (`fast_post`), if this checkout has it
+    if post is not None and post is not graphql:
+        rows.append(("the same in one pass (fast_post)", post))
     rows.append(("the whole app (logs off)", app))
     configure_logger("json", Path(os.devnull).open("w"))  # noqa: SIM115 (for the process)
     logged = create_app(Settings(**{**settings.__dict__, "access_log": True}))
     rows.append(("the whole app, a JSON access line each (to /dev/null)", logged))
+    rows.append(("the floor's whole app (bench/floor_app.py)", floor_app()))
     return rows
+
+
+def floor_app() -> Callable[..., Any]:
+    """The floor (`bench/floor_app.py`), answering a body of a hash lookup's size."""
+    body = Path(tempfile.gettempdir()) / "cachegql-layers-floor-body.json"
+    body.write_bytes(b'{"data":{"spec":{"hash":"%s"}}}' % (b"x" * 170))
+    os.environ["BENCH_FLOOR_BODY"] = str(body)
+    sys.path.insert(0, str(Path(__file__).parent))
+    import floor_app
+
+    app: Callable[..., Any] = floor_app.app
+    return app
 
 
 def main(argv: list[str]) -> int:

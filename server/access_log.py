@@ -33,7 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cachegql.server.request_info import RequestInfo, request_info
 
-__all__ = ["HEADER", "AccessLog", "Observer", "configure_logger"]
+__all__ = ["HEADER", "AccessLog", "Observer", "configure_logger", "internal_error"]
 
 logger = logging.getLogger("cachegql.access")
 
@@ -70,10 +70,7 @@ class AccessLog:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = _request_id(scope["headers"])
-        info = request_info(scope)
-        info.request_id = request_id
-        header = (HEADER, request_id.encode("ascii"))
+        info, header = self.begin(scope)
         status = 0
         sent = 0
 
@@ -88,26 +85,46 @@ class AccessLog:
                 sent += len(message.get("body", b""))
             await send(message)
 
-        logging_on = self.enabled and logger.isEnabledFor(logging.INFO)
+        logging_on = self.logging_on()
         arrived = time.time() if logging_on else 0.0
         start = time.perf_counter()
         try:
             await self.app(scope, receive, send_with_id)
         except Exception:
             if not status:  # answer 500 here, so that it carries the request id
-                await _internal_error(send_with_id)
+                await internal_error(send_with_id)
             raise
         finally:
-            elapsed = time.perf_counter() - start
-            # An exception before the answer started was answered 500 (above).
-            if self.observe is not None:
-                self.observe(scope, status or 500, elapsed)
-            if logging_on:
-                line = self._line(scope, info, status or 500, elapsed, sent, arrived)
-                # logger.info without its look for the caller's frame, a third of its cost.
-                logger.handle(
-                    logger.makeRecord(logger.name, logging.INFO, __file__, 0, line, (), None)
-                )
+            self.end(scope, info, status, time.perf_counter() - start, sent, arrived, logging_on)
+
+    def begin(self, scope: Scope) -> tuple[RequestInfo, tuple[bytes, bytes]]:
+        """The request's record, with its id, and the `X-Request-ID` header to answer with."""
+        request_id = _request_id(scope["headers"])
+        info = request_info(scope)
+        info.request_id = request_id
+        return info, (HEADER, request_id.encode("ascii"))
+
+    def logging_on(self) -> bool:
+        """Whether a line is to be logged (read once per request, before it runs)."""
+        return self.enabled and logger.isEnabledFor(logging.INFO)
+
+    def end(
+        self,
+        scope: Scope,
+        info: RequestInfo,
+        status: int,
+        elapsed: float,
+        sent: int,
+        arrived: float,
+        logging_on: bool,
+    ) -> None:
+        """A request answered with `status` (0: none sent, the app failed: counted 500)."""
+        if self.observe is not None:
+            self.observe(scope, status or 500, elapsed)
+        if logging_on:
+            line = self._line(scope, info, status or 500, elapsed, sent, arrived)
+            # logger.info without its look for the caller's frame, a third of its cost.
+            logger.handle(logger.makeRecord(logger.name, logging.INFO, __file__, 0, line, (), None))
 
 
 def configure_logger(log_format: Literal["text", "json"], stream: TextIO | None = None) -> None:
@@ -139,7 +156,8 @@ def _request_id(headers: list[tuple[bytes, bytes]]) -> str:
     return f"{_ID_PREFIX}{next(_ids):012x}"
 
 
-async def _internal_error(send: Send) -> None:
+async def internal_error(send: Send) -> None:
+    """The 500 answering an app's exception before its answer began."""
     headers = [
         (b"content-type", b"text/plain; charset=utf-8"),
         (b"content-length", b"%d" % len(_INTERNAL_ERROR)),

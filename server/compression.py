@@ -14,7 +14,7 @@ import zlib
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["Compression", "accepts_gzip", "compressible", "gzipped"]
+__all__ = ["Compression", "accepts_gzip", "compressible", "gzipped", "whole"]
 
 COMPRESS_LEVEL = 6
 _TEXTUAL = (b"application/json", b"application/graphql", b"application/javascript", b"text/")
@@ -55,6 +55,18 @@ def gzipped(
     kept = [(n, v) for n, v in headers if n not in (b"content-length", b"vary")]
     encoded = [(b"content-encoding", b"gzip"), (b"content-length", str(len(data)).encode())]
     return [*kept, *encoded, VARY], data
+
+
+def whole(
+    headers: list[tuple[bytes, bytes]], body: bytes, minimum_size: int, accepted: bool
+) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """What `Compression` sends of an answer sent whole (one body message): gzipped if
+    `accepted` and worth it, marked `Vary: Accept-Encoding` if it could have been."""
+    if not compressible(headers, minimum_size):
+        return headers, body
+    if not accepted or len(body) < minimum_size:
+        return [*headers, VARY], body
+    return gzipped(headers, body)
 
 
 class Compression:
@@ -112,11 +124,7 @@ class _Gzip:
         headers = start.get("headers", [])
         if self.stream is None and not more:  # the whole answer at once
             self.start = None
-            if len(body) < self.minimum_size:
-                await self.send({**start, "headers": [*headers, VARY]})
-                await self.send(message)
-                return
-            headers, body = gzipped(headers, body)
+            headers, body = whole(headers, body, self.minimum_size, True)
             await self.send({**start, "headers": headers})
             await self.send({"type": "http.response.body", "body": body})
             return

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,25 +90,60 @@ class GraphQLEndpoint:
         if request.method == "GET" and _wants_page(request):
             return HTMLResponse(playground.page())
         media = negotiate(request.headers.get("accept", ""))
+        reply = await self._reply(
+            request.method, request.scope["query_string"], media, info, lambda: _params(request)
+        )
+        return Response(
+            reply.body,
+            status_code=reply.status,
+            headers=dict(reply.headers),
+            media_type=reply.media,
+        )
+
+    async def answer_post(
+        self, content_type: str, body: bytes, media: str | None, info: RequestInfo
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """The answer to a POST whose whole body is `body`: status, raw headers (as
+        `answer`'s Response has them) and body, without starlette's Request or Response."""
+
+        async def params() -> Params:
+            return _post_params(content_type, body)
+
+        reply = await self._reply("POST", b"", media, info, params)
+        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers]
+        headers.append((b"content-length", b"%d" % len(reply.body)))
+        headers.append((b"content-type", reply.media.encode("latin-1")))
+        return reply.status, headers, reply.body
+
+    async def _reply(
+        self,
+        method: str,
+        query_string: bytes,
+        media: str | None,
+        info: RequestInfo,
+        params: Callable[[], Awaitable[Params]],
+    ) -> _Reply:
         try:
             if media is None:
                 raise BadRequestError(
                     406, f"this endpoint answers {GRAPHQL_RESPONSE} or {JSON}: accept one of them"
                 )
-            params = await _params(request)
-            query = self._query(params, info)
-            return await self._execute(request, params, query, media, info)
+            checked = await params()
+            query = self._query(checked, info)
+            return await self._execute(method, query_string, checked, query, media, info)
         except BadRequestError as exc:
             info.codes.append(exc.code)
             # A malformed request is a 4xx in any media type; a persisted query not
             # found, a GraphQL answer, is a 200 under plain JSON (Apollo's older clients).
             legacy = media != GRAPHQL_RESPONSE and exc.code == PERSISTED_QUERY_NOT_FOUND
             status = 200 if legacy else exc.status
-            return _json(
-                {"errors": [{"message": exc.message, "extensions": {"code": exc.code}}]},
+            return _Reply(
+                orjson.dumps(
+                    {"errors": [{"message": exc.message, "extensions": {"code": exc.code}}]}
+                ),
                 status,
                 media or JSON,
-                headers={"Allow": "GET, POST"} if exc.status == 405 else None,
+                [("Allow", "GET, POST")] if exc.status == 405 else [],
             )
 
     def _query(self, params: Params, info: RequestInfo) -> str:
@@ -140,8 +176,14 @@ class GraphQLEndpoint:
         return text
 
     async def _execute(
-        self, request: Request, params: Params, query: str, media: str, info: RequestInfo
-    ) -> Response:
+        self,
+        method: str,
+        query_string: bytes,
+        params: Params,
+        query: str,
+        media: str,
+        info: RequestInfo,
+    ) -> _Reply:
         info.operation = params.operation_name or _operation_name(query)
         store = self.holder.store
         try:
@@ -150,7 +192,7 @@ class GraphQLEndpoint:
                 params.variables,
                 Context(store=store, max_first=self.settings.max_first),
                 params.operation_name,
-                _GET_ONLY if request.method == "GET" else _POST,
+                _GET_ONLY if method == "GET" else _POST,
             )
         except InvalidOperationTypeError:
             raise BadRequestError(405, "only queries can be sent with GET; use POST") from None
@@ -164,17 +206,31 @@ class GraphQLEndpoint:
         errors = (answer.result.errors or []) if answer.result is not None else []
         info.codes.extend(str((e.extensions or {}).get("code", "")) for e in errors)
         status = 400 if media == GRAPHQL_RESPONSE and errors and _before_execution(errors) else 200
-        headers = {}
-        if request.method == "GET":
+        headers: list[tuple[str, str]] = []
+        if method == "GET":
             if errors:
-                headers["Cache-Control"] = "no-store"
+                headers.append(("Cache-Control", "no-store"))
             else:
-                headers["Cache-Control"] = cache_control(self.settings.cache_max_age)
-                headers["ETag"] = etag(store.build_id, media, request.scope["query_string"])
+                headers.append(("Cache-Control", cache_control(self.settings.cache_max_age)))
+                headers.append(("ETag", etag(store.build_id, media, query_string)))
         if answer.body is not None:
-            return _bytes(answer.body, status, media, headers)
+            return _Reply(answer.body, status, media, headers)
         assert answer.result is not None
-        return _json(_body(answer.result), status, media, headers)
+        return _Reply(orjson.dumps(_body(answer.result)), status, media, headers)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """An answer before it is an HTTP response: starlette's, or raw headers (`answer_post`)."""
+
+    body: bytes
+    status: int
+    media_type: str
+    headers: list[tuple[str, str]]
+
+    @property
+    def media(self) -> str:
+        return f"{self.media_type}; charset=utf-8"
 
 
 def _wants_page(request: Request) -> bool:
@@ -190,19 +246,37 @@ async def _params(request: Request) -> Params:
             if raw.get(key):
                 raw[key] = _decode(raw[key].encode(), f"'{key}'")
     else:
-        media, _, parameters = request.headers.get("content-type", "").partition(";")
-        if media.strip().lower() != JSON:
-            raise BadRequestError(
-                415, f"send the request as {JSON} (got {media.strip() or 'none'})"
-            )
-        charset = re.search(r"charset=([^;\s]+)", parameters, re.IGNORECASE)
-        if charset and charset.group(1).strip("\"'").lower() not in ("utf-8", "utf8"):
-            raise BadRequestError(415, "the request body must be UTF-8")
-        raw = _decode(await _read_body(request.receive), "the body")
-        if isinstance(raw, list):
-            raise BadRequestError(400, "batched requests (a JSON list) are not supported")
-        if not isinstance(raw, dict):
-            raise BadRequestError(400, "the body must be a JSON object with a 'query'")
+        content_type = request.headers.get("content-type", "")
+        _check_content_type(content_type)
+        return _checked(_post_body(await _read_body(request.receive)))
+    return _checked(raw)
+
+
+def _post_params(content_type: str, body: bytes) -> Params:
+    """A POST's parameters from its Content-Type header and whole body."""
+    _check_content_type(content_type)
+    return _checked(_post_body(body))
+
+
+def _check_content_type(content_type: str) -> None:
+    media, _, parameters = content_type.partition(";")
+    if media.strip().lower() != JSON:
+        raise BadRequestError(415, f"send the request as {JSON} (got {media.strip() or 'none'})")
+    charset = re.search(r"charset=([^;\s]+)", parameters, re.IGNORECASE) if parameters else None
+    if charset and charset.group(1).strip("\"'").lower() not in ("utf-8", "utf8"):
+        raise BadRequestError(415, "the request body must be UTF-8")
+
+
+def _post_body(body: bytes) -> dict[str, Any]:
+    raw = _decode(body, "the body")
+    if isinstance(raw, list):
+        raise BadRequestError(400, "batched requests (a JSON list) are not supported")
+    if not isinstance(raw, dict):
+        raise BadRequestError(400, "the body must be a JSON object with a 'query'")
+    return raw
+
+
+def _checked(raw: dict[str, Any]) -> Params:
     query, variables = raw.get("query"), raw.get("variables")
     name, extensions = raw.get("operationName"), raw.get("extensions")
     if not isinstance(query, str | None):
@@ -255,13 +329,3 @@ def _body(result: ExecutionResult) -> dict[str, Any]:
     if result.extensions:
         body["extensions"] = result.extensions
     return body
-
-
-def _json(
-    body: dict[str, Any], status: int, media: str, headers: dict[str, str] | None = None
-) -> Response:
-    return _bytes(orjson.dumps(body), status, media, headers)
-
-
-def _bytes(body: bytes, status: int, media: str, headers: dict[str, str] | None = None) -> Response:
-    return Response(body, status_code=status, headers=headers, media_type=f"{media}; charset=utf-8")

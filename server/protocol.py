@@ -153,6 +153,17 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                 self._refuse(b"431 Request Header Fields Too Large", message)
                 return
         super().data_received(data)
+        # A request begun in this read and not whole: its head's time starts now. Armed
+        # here, not as it begins, so that a request read whole at once (the usual) costs
+        # no timer set and cancelled.
+        head_bytes = self.head_bytes  # None: the head is whole; 0: no request begun
+        if (
+            head_bytes is not None
+            and self.head_deadline is None
+            and not self.lingering
+            and (head_bytes or self.in_message)
+        ):
+            self._arm()
 
     def send_400_response(self, msg: str) -> None:
         self._refuse(b"400 Bad Request", f"the request is not valid HTTP/1.1: {msg}")
@@ -168,11 +179,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self.in_message = True
-        if self.head_deadline is None:
-            self._arm()
 
     def on_headers_complete(self) -> None:
-        self._disarm()
+        if self.head_deadline is not None:
+            self._disarm()
         self.head_bytes = None
         super().on_headers_complete()
 

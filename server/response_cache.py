@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cachegql.server.compression import accepts_gzip, compressible, gzipped
+from cachegql.server.compression import accepts_gzip, compressible, gzipped, whole
 from cachegql.server.http_cache import cache_control, etag, matches, negotiate
-from cachegql.server.request_info import request_info
+from cachegql.server.request_info import RequestInfo, request_info
 
-__all__ = ["ResponseCache"]
+__all__ = ["MAX_BODY_BYTES", "Key", "ResponseCache"]
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_ENTRY_SHARE = 0.05  # no single answer may take more than this share of the cache
-_Key = tuple[str, str, str, bytes]
+Key = tuple[str, str, str, bytes]
 
 
 @dataclass
@@ -36,6 +36,9 @@ class _Entry:
     operation: str | None
     gzipped: tuple[list[tuple[bytes, bytes]], bytes] | None = None
     """Headers and body gzipped, made on the first hit from a client that accepts gzip."""
+    plain: list[tuple[bytes, bytes]] | None = None
+    """The headers the compression middleware sends to a client that does not accept gzip
+    (`whole`), made on the first such hit of the front door (`fast_post`)."""
 
     @property
     def size(self) -> int:
@@ -58,7 +61,7 @@ class ResponseCache:
         self.max_bytes = max_bytes
         self.max_age = max_age
         self.gzip_min_bytes = gzip_min_bytes
-        self.entries: OrderedDict[_Key, _Entry] = OrderedDict()
+        self.entries: OrderedDict[Key, _Entry] = OrderedDict()
         self.bytes = 0
         self.hits = 0
         self.misses = 0
@@ -93,7 +96,7 @@ class ResponseCache:
             if matches(headers.get("if-none-match", ""), tag):
                 await _not_modified(send, tag, self.max_age)
                 return
-            key: _Key = (build_id, media, "GET", scope["query_string"])
+            key: Key = (build_id, media, "GET", scope["query_string"])
             read: list[Message] = []
         else:
             read, body = await _read_body(receive)
@@ -106,18 +109,13 @@ class ResponseCache:
             await self.app(scope, _replay(read, receive), send)
             return
         info = request_info(scope)
-        entry = self.entries.get(key)
+        entry = self.hit(key, info)
         if entry is not None:
-            self.hits += 1
-            info.cache, info.operation = "hit", entry.operation
-            self.entries.move_to_end(key)
             if self.gzip_min_bytes > 0 and accepts_gzip(scope["headers"]):
                 await self._send_gzipped(send, key, entry)
             else:
                 await _send(send, entry.status, entry.headers, entry.body)
             return
-        self.misses += 1
-        info.cache = "miss"
         captured: list[Message] = []
 
         async def capture(message: Message) -> None:
@@ -132,26 +130,59 @@ class ResponseCache:
         if not info.codes:
             self._keep(key, captured, info.operation)
 
-    async def _send_gzipped(self, send: Send, key: _Key, entry: _Entry) -> None:
-        """The entry compressed (once; the compression middleware passes it through)."""
-        if not compressible(entry.headers, self.gzip_min_bytes):
-            await _send(send, entry.status, entry.headers, entry.body)
-            return
-        if entry.gzipped is None:
-            entry.gzipped = gzipped(entry.headers, entry.body)
-            self.bytes += len(entry.gzipped[1])
-            self._evict()
-        await _send(send, entry.status, *entry.gzipped)
+    def hit(self, key: Key, info: RequestInfo) -> _Entry | None:
+        """The entry of `key` if any (a hit), else None (a miss): counted, and noted in `info`."""
+        entry = self.entries.get(key)
+        if entry is None:
+            self.misses += 1
+            info.cache = "miss"
+            return None
+        self.hits += 1
+        info.cache, info.operation = "hit", entry.operation
+        self.entries.move_to_end(key)
+        return entry
 
-    def _keep(self, key: _Key, messages: list[Message], operation: str | None) -> None:
+    def sent(
+        self, entry: _Entry, minimum_size: int, accepted: bool
+    ) -> tuple[list[tuple[bytes, bytes]], bytes]:
+        """`entry` as the compression middleware (`minimum_size`) sends it to a client that
+        does or does not accept gzip: its gzipped bytes and headers are made once."""
+        if not compressible(entry.headers, minimum_size):
+            return entry.headers, entry.body
+        if accepted:
+            if entry.gzipped is None:
+                entry.gzipped = gzipped(entry.headers, entry.body)
+                self.bytes += len(entry.gzipped[1])
+                self._evict()
+            return entry.gzipped
+        if entry.plain is None:
+            entry.plain = whole(entry.headers, entry.body, minimum_size, False)[0]
+        return entry.plain, entry.body
+
+    async def _send_gzipped(self, send: Send, key: Key, entry: _Entry) -> None:
+        """The entry compressed (once; the compression middleware passes it through)."""
+        headers, body = self.sent(entry, self.gzip_min_bytes, True)
+        await _send(send, entry.status, headers, body)
+
+    def _keep(self, key: Key, messages: list[Message], operation: str | None) -> None:
         start = next((m for m in messages if m["type"] == "http.response.start"), None)
-        if start is None or start["status"] != 200:
+        if start is None:
             return
         chunks = [m.get("body", b"") for m in messages if m["type"] == "http.response.body"]
-        body = b"".join(chunks)
-        if len(body) > self.max_bytes * MAX_ENTRY_SHARE:
+        self.keep(key, start["status"], list(start.get("headers", [])), b"".join(chunks), operation)
+
+    def keep(
+        self,
+        key: Key,
+        status: int,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        operation: str | None,
+    ) -> None:
+        """Keep an answer without errors to the request of `key` (if a 200, and not too big)."""
+        if status != 200 or len(body) > self.max_bytes * MAX_ENTRY_SHARE:
             return
-        entry = _Entry(start["status"], list(start.get("headers", [])), body, operation)
+        entry = _Entry(status, headers, body, operation)
         self.entries[key] = entry
         self.bytes += entry.size + len(key[3])
         self._evict()
