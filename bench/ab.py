@@ -23,7 +23,15 @@ import statistics
 import sys
 from pathlib import Path
 
-from run import PORT, WORK, children, load, post, server  # type: ignore[import-not-found]
+from run import (  # type: ignore[import-not-found]
+    PORT,
+    WORK,
+    children,
+    floor_command,
+    load,
+    post,
+    server,
+)
 
 QUERY = '{ spec(hash: "%s") { name version compiler { name version } } }'
 
@@ -63,25 +71,6 @@ def serve_command(venv: Path, index: Path, workers: int, flags: list[str]) -> li
         "--workers",
         str(workers),
         *flags,
-    ]
-
-
-def floor_command(venv: Path, workers: int) -> list[str]:
-    """The floor as `run.py` serves it (from the repository's root: `bench.floor_app`)."""
-    return [
-        str(venv / "bin" / "uvicorn"),
-        "bench.floor_app:app",
-        "--port",
-        str(PORT),
-        "--workers",
-        str(workers),
-        "--loop",
-        "uvloop",
-        "--http",
-        "httptools",
-        "--no-access-log",
-        "--log-level",
-        "warning",
     ]
 
 

@@ -358,6 +358,14 @@ def sequential_latency(url: str, query: str, runs: int = 200) -> dict[str, float
     return quantiles(timed(lambda: post(url, query), min_runs=runs, min_seconds=0.5))
 
 
+def floor_command(venv: Path, workers: int) -> list[str]:
+    """The floor: a bare starlette endpoint under cachegql's uvicorn settings (run from
+    the repository's root, where `bench.floor_app` is found)."""
+    command = [str(venv / "bin" / "uvicorn"), "bench.floor_app:app", "--port", str(PORT)]
+    command += ["--workers", str(workers), "--loop", "uvloop", "--http", "httptools"]
+    return [*command, "--no-access-log", "--log-level", "warning"]
+
+
 def cachegql_command(index: Path, workers: int, cache: bool = True, venv: Path = VENV) -> list[str]:
     command = [
         str(venv / "cachegql"),
@@ -408,23 +416,10 @@ def serving(index: Path, queries: dict[str, str], args: argparse.Namespace, repo
         with server(cachegql_command(index, 1), url):
             body.write_bytes(post(url, queries[name]))
         for workers in counts:
-            command = [
-                str(VENV / "uvicorn"),
-                "bench.floor_app:app",
-                "--port",
-                str(PORT),
-                "--workers",
-                str(workers),
-                "--loop",
-                "uvloop",
-                "--http",
-                "httptools",
-                "--no-access-log",
-                "--log-level",
-                "warning",
-            ]
             key = f"floor_{_workers(workers)}"
-            with server(command, url, env={"BENCH_FLOOR_BODY": str(body)}):
+            with server(
+                floor_command(VENV.parent, workers), url, env={"BENCH_FLOOR_BODY": str(body)}
+            ):
                 report.http[name][key] = load(PORT, queries[name], args)
             log(f"http {name} {key}: {report.http[name][key]}")
 

@@ -73,9 +73,7 @@ class BodyLimit:
         try:
             return await self.deadlines.run(lambda: self._chunks(receive))
         except TimeoutError:
-            raise _RefusedError(
-                408, f"the request body did not arrive within {self.timeout:g} s"
-            ) from None
+            raise _RefusedError(408, self._too_slow()) from None
 
     async def _chunks(self, receive: Receive) -> bytes:
         chunks: list[bytes] = []
@@ -92,6 +90,13 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+    async def refuse_too_slow(self, send: Send) -> None:
+        """Answer 408 for a body that did not arrive in time (read by another pass)."""
+        await _refuse(send, _RefusedError(408, self._too_slow()))
+
+    def _too_slow(self) -> str:
+        return f"the request body did not arrive within {self.timeout:g} s"
 
     def _too_large(self) -> str:
         return f"the request body is over {self.max_bytes:,} bytes, this server's limit"

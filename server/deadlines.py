@@ -50,16 +50,21 @@ class Deadlines:
                 raise TimeoutError from None
             raise
         finally:
-            del self.waiting[task]
+            self.waiting.pop(task, None)
             self.expired.discard(task)
 
     def _check(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Cancel the tasks past their deadline; look again a tick later while any wait."""
         if loop is not self.loop:
             return  # a timer of a loop no longer used
         self.timer = None
         now = loop.time()
-        for task, deadline in self.waiting.items():
-            if deadline <= now and task not in self.expired:
+        for task, deadline in list(self.waiting.items()):
+            if task.get_loop() is not loop:
+                # Left by a loop closed while it waited (its `finally` never ran): cancelling
+                # it would raise, and keeping it would keep this timer going for nothing.
+                del self.waiting[task]
+            elif deadline <= now and task not in self.expired:
                 self.expired.add(task)
                 task.cancel()
         if self.waiting:

@@ -31,7 +31,7 @@ from cachegql.server.body import BodyLimit
 from cachegql.server.compression import accepts_gzip, whole
 from cachegql.server.graphql_http import GraphQLEndpoint
 from cachegql.server.http_cache import negotiate
-from cachegql.server.response_cache import MAX_BODY_BYTES, Key, ResponseCache
+from cachegql.server.response_cache import MAX_BODY_BYTES, Key, ResponseCache, replay
 
 __all__ = ["FastPost"]
 
@@ -75,22 +75,23 @@ class FastPost:
         start = time.perf_counter()
         admission.in_progress += counted
         try:
-            read, body = await self._read(receive)
-        except TimeoutError:
-            admission.in_progress -= counted
-            await self.slow(scope, _timed_out, send)  # the body limit answers 408
-            return
-        if body is None:
-            admission.in_progress -= counted
-            await self.slow(scope, _replay(read, receive), send)
-            return
-        try:
-            await self._answer(scope, send, content_type, media, body, start)
+            try:
+                read, body = await self._read(receive, eligible[2])
+            except TimeoutError:
+                await self._answer(scope, send, None, media, b"", start)
+                return
+            if body is not None:
+                await self._answer(scope, send, content_type, media, body, start)
+                return
         finally:
+            # Whatever ends the read (a client gone, a cancel at shutdown), the slot is
+            # given back: a slot lost per request would leave the worker answering 503.
             admission.in_progress -= counted
+        await self.slow(scope, replay(read, receive), send)
 
-    def _eligible(self, scope: Scope) -> tuple[str, str] | None:
-        """The request's Content-Type and Accept if this pass may answer it, else None."""
+    def _eligible(self, scope: Scope) -> tuple[str, str, int] | None:
+        """The request's Content-Type and Accept, and the most body bytes this pass reads,
+        if it may answer it, else None."""
         content_type = length = accept = None
         for name, value in scope["headers"]:  # the first of each, as `Headers.get`
             if name == b"content-type":
@@ -111,27 +112,53 @@ class FastPost:
         text: str = content_type.decode("latin-1")
         if text.split(";")[0].strip() != _JSON:  # as the response cache's key asks
             return None
-        return text, "" if accept is None else accept.decode("latin-1")
+        return text, "" if accept is None else accept.decode("latin-1"), bound
 
-    async def _read(self, receive: Receive) -> tuple[list[Message], bytes | None]:
-        """The messages read, and the body if it came whole within the body limit's time."""
-        read = await self.limit.deadlines.run(lambda: _messages(receive))
-        if read[-1]["type"] != "http.request":
+    async def _read(self, receive: Receive, bound: int) -> tuple[list[Message], bytes | None]:
+        """The messages read, and the body if it came whole within the body limit's time
+        and within `bound` bytes (counted as read, whatever Content-Length declared);
+        reading stops past `bound`, and the stack refuses the rest."""
+        read = await self.limit.deadlines.run(lambda: _messages(receive, bound))
+        last = read[-1]
+        if last["type"] != "http.request" or last.get("more_body", False):
             return read, None
-        if len(read) == 1:
-            return read, read[0].get("body", b"")
-        body = b"".join(m.get("body", b"") for m in read)
-        return read, body if len(body) <= self.limit.max_bytes else None
+        body: bytes = (
+            read[0].get("body", b"")
+            if len(read) == 1
+            else b"".join(m.get("body", b"") for m in read)
+        )
+        return read, body if len(body) <= bound else None
 
     async def _answer(
-        self, scope: Scope, send: Send, content_type: str, media: str, body: bytes, start: float
+        self,
+        scope: Scope,
+        send: Send,
+        content_type: str | None,
+        media: str,
+        body: bytes,
+        start: float,
     ) -> None:
+        """Answer, send and log the request; `content_type` None: its body was too slow
+        (408, logged with the time it was waited for, as the stack's body limit does)."""
         log = self.log
         info, id_header = log.begin(scope)
         logging_on = log.logging_on()
         arrived = time.time() - (time.perf_counter() - start) if logging_on else 0.0
         status = sent = 0
         try:
+            if content_type is None:
+
+                async def with_id(message: Message) -> None:
+                    nonlocal status, sent
+                    if message["type"] == "http.response.start":
+                        status = message["status"]
+                        message = {**message, "headers": [*message["headers"], id_header]}
+                    else:
+                        sent = len(message.get("body", b""))
+                    await send(message)
+
+                await self.limit.refuse_too_slow(with_id)
+                return
             cache = self.cache
             key: Key | None = None
             entry = None
@@ -178,25 +205,16 @@ class FastPost:
             log.end(scope, info, status, time.perf_counter() - start, sent, arrived, logging_on)
 
 
-async def _messages(receive: Receive) -> list[Message]:
-    """A body's messages, up to its last (or the client's leaving)."""
-    read = []
+async def _messages(receive: Receive, bound: int) -> list[Message]:
+    """A body's messages, up to its last (or the client's leaving), or until more than
+    `bound` bytes came."""
+    read: list[Message] = []
+    size = 0
     while True:
         message = await receive()
         read.append(message)
         if message["type"] != "http.request" or not message.get("more_body", False):
             return read
-
-
-async def _timed_out() -> Message:
-    raise TimeoutError
-
-
-def _replay(messages: list[Message], receive: Receive) -> Receive:
-    """A receive that first gives back what was already read, then reads on."""
-    pending = list(messages)
-
-    async def replayed() -> Message:
-        return pending.pop(0) if pending else await receive()
-
-    return replayed
+        size += len(message.get("body", b""))
+        if size > bound:
+            return read

@@ -26,7 +26,11 @@ _ACCEPTED = (GRAPHQL_RESPONSE, JSON)
 NEGOTIATED = 256
 
 
-@lru_cache(maxsize=NEGOTIATED)
+_REMEMBERED_LENGTH = 256
+"""Longer `Accept` headers are parsed each time: remembered, 256 of 64 KB each (the head
+limit) would hold 16 MB per worker for whoever sends them."""
+
+
 def negotiate(accept: str) -> str | None:
     """The media type of the answer to a request with this `Accept`, as the GraphQL over
     HTTP spec says: the client's preferred one of ours (by q, then by its order); JSON when
@@ -34,6 +38,17 @@ def negotiate(accept: str) -> str | None:
 
     Remembered for the last `NEGOTIATED` headers: clients send the same few, and parsing
     one was a tenth of a cached answer's CPU."""
+    if len(accept) <= _REMEMBERED_LENGTH:
+        return _remembered(accept)
+    return _negotiate(accept)
+
+
+@lru_cache(maxsize=NEGOTIATED)
+def _remembered(accept: str) -> str | None:
+    return _negotiate(accept)
+
+
+def _negotiate(accept: str) -> str | None:
     if not accept.strip():
         return JSON
     best: tuple[float, int, str] | None = None

@@ -21,7 +21,7 @@ from cachegql.server.compression import accepts_gzip, compressible, gzipped, who
 from cachegql.server.http_cache import cache_control, etag, matches, negotiate
 from cachegql.server.request_info import RequestInfo, request_info
 
-__all__ = ["MAX_BODY_BYTES", "Key", "ResponseCache"]
+__all__ = ["MAX_BODY_BYTES", "Key", "ResponseCache", "replay"]
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_ENTRY_SHARE = 0.05  # no single answer may take more than this share of the cache
@@ -102,11 +102,11 @@ class ResponseCache:
             read, body = await _read_body(receive)
             content_type = headers.get("content-type", "").split(";")[0].strip()
             if body is None or content_type != "application/json":
-                await self.app(scope, _replay(read, receive), send)
+                await self.app(scope, replay(read, receive), send)
                 return
             key = (build_id, media, "POST", body)
         if self.max_bytes <= 0:
-            await self.app(scope, _replay(read, receive), send)
+            await self.app(scope, replay(read, receive), send)
             return
         info = request_info(scope)
         entry = self.hit(key, info)
@@ -126,7 +126,7 @@ class ResponseCache:
                 captured.append(message)
             await send(message)
 
-        await self.app(scope, _replay(read, receive), capture)
+        await self.app(scope, replay(read, receive), capture)
         if not info.codes:
             self._keep(key, captured, info.operation)
 
@@ -209,7 +209,7 @@ async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
             return messages, b"".join(m.get("body", b"") for m in messages)
 
 
-def _replay(messages: list[Message], receive: Receive) -> Receive:
+def replay(messages: list[Message], receive: Receive) -> Receive:
     """A receive that first gives back what was already read, then reads on."""
     pending = list(messages)
 

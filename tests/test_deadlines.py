@@ -63,3 +63,21 @@ def test_one_limit_serves_one_loop_after_another() -> None:
                 await deadlines.run(lambda: asyncio.sleep(5))
 
         asyncio.run(run())
+
+
+def test_a_wait_left_by_a_closed_loop_does_not_stop_the_next_loops_limit() -> None:
+    """A loop closed while a task waited leaves its entry behind (its `finally` never
+    ran): the next loop's deadlines are still kept, and the stale entry is dropped."""
+    deadlines = Deadlines(0.1)
+    old = asyncio.new_event_loop()
+    stranded = old.create_task(deadlines.run(lambda: asyncio.sleep(10)))
+    old.run_until_complete(asyncio.sleep(0.01))  # it waits now
+    old.close()  # ...and never finishes
+    assert stranded in deadlines.waiting
+
+    async def run() -> None:
+        with pytest.raises(TimeoutError):
+            await deadlines.run(lambda: asyncio.sleep(10))
+
+    asyncio.run(run())
+    assert not deadlines.waiting

@@ -249,3 +249,106 @@ def test_an_exception_is_a_500_with_the_request_id(pages_index: Path) -> None:
         asyncio.run(fast(scope, receive, send))
     assert sent[0]["status"] == 500 and (b"x-request-id", b"broken-1") in sent[0]["headers"]
     assert observed == [500] and admission.in_progress == 0
+
+
+def _limited(index: Path) -> GraphQLFirst:
+    """An app with a small body limit, a short body timeout and a request cap."""
+    return _front(
+        create_app(
+            Settings(
+                index=index,
+                reload_interval=0,
+                access_log=False,
+                max_body_bytes=1000,
+                read_timeout=0.3,
+                max_requests=4,
+            )
+        )
+    )
+
+
+def test_a_request_cancelled_mid_body_gives_its_slot_back(pages_index: Path) -> None:
+    """A client gone or a server stopping mid-body cancels the read: the request's
+    admission slot is given back, or a few such would leave the worker answering 503."""
+    front = _limited(pages_index)
+    fast = front.post
+    assert isinstance(fast, FastPost)
+
+    async def send(message: Message) -> None:
+        raise AssertionError(f"nothing is answered: {message}")
+
+    async def run() -> None:
+        started = asyncio.Event()
+
+        async def receive() -> Message:
+            if not started.is_set():
+                started.set()
+                return {"type": "http.request", "body": b'{"query": ', "more_body": True}
+            await asyncio.Event().wait()  # the rest never comes
+            raise AssertionError("unreachable")
+
+        task = asyncio.create_task(fast(_scope(b"x" * 40, {}), receive, send))
+        await started.wait()
+        await asyncio.sleep(0.01)
+        assert fast.admission.in_progress == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    for _ in range(6):  # more than the cap of 4
+        asyncio.run(run())
+    assert fast.admission.in_progress == 0
+
+
+def _answered(front: GraphQLFirst, scope: Scope, chunks: list[bytes]) -> list[Message]:
+    """What `front` sends for a POST whose body comes in `chunks`."""
+    sent: list[Message] = []
+    pending: list[Message] = [
+        {"type": "http.request", "body": c, "more_body": i < len(chunks) - 1}
+        for i, c in enumerate(chunks)
+    ]
+
+    async def receive() -> Message:
+        return pending.pop(0) if pending else {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def post() -> None:
+        await front.post(scope, receive, send)
+
+    asyncio.run(post())
+    return sent
+
+
+def test_a_body_longer_than_declared_is_counted_as_read(pages_index: Path) -> None:
+    """The size limit holds on the bytes that come, not on Content-Length alone."""
+    front = _limited(pages_index)
+    body = b'{"query": "{ tags { name } }", "x": "' + b"y" * 5000 + b'"}'
+    scope = _scope(body[:10], {})  # declares 10 bytes
+    for chunks in ([body], [body[:2500], body[2500:]]):
+        sent = _answered(front, scope, chunks)
+        assert sent[0]["status"] == 413, len(chunks)
+        assert b"1,000 bytes" in sent[1]["body"]
+
+
+def test_a_body_too_slow_is_a_408_counted_with_its_wait(pages_index: Path) -> None:
+    front = _limited(pages_index)
+    fast = front.post
+    assert isinstance(fast, FastPost)
+    observed: list[tuple[int, float]] = []
+    fast.log.observe = lambda scope, status, seconds: observed.append((status, seconds))
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(fast(_scope(b"x" * 40, {"x-request-id": "slow-1"}), receive, send))
+    assert sent[0]["status"] == 408 and (b"x-request-id", b"slow-1") in sent[0]["headers"]
+    assert b"did not arrive within 0.3 s" in sent[1]["body"]
+    assert observed[0][0] == 408 and observed[0][1] >= 0.3
+    assert fast.admission.in_progress == 0
