@@ -145,18 +145,20 @@ class FastPost:
         logging_on = log.logging_on()
         arrived = time.time() - (time.perf_counter() - start) if logging_on else 0.0
         status = sent = 0
+
+        async def with_id(message: Message) -> None:
+            """`send` for an answer made elsewhere (a 408, a 500): the request id added,
+            the status and size noted for the access record."""
+            nonlocal status, sent
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message = {**message, "headers": [*message["headers"], id_header]}
+            else:
+                sent += len(message.get("body", b""))
+            await send(message)
+
         try:
             if content_type is None:
-
-                async def with_id(message: Message) -> None:
-                    nonlocal status, sent
-                    if message["type"] == "http.response.start":
-                        status = message["status"]
-                        message = {**message, "headers": [*message["headers"], id_header]}
-                    else:
-                        sent = len(message.get("body", b""))
-                    await send(message)
-
                 await self.limit.refuse_too_slow(with_id)
                 return
             cache = self.cache
@@ -188,18 +190,7 @@ class FastPost:
             sent = len(out)
         except Exception:
             if not status:  # answered 500 with the request id, as the access record does
-                failed: list[int] = []
-
-                async def send_with_id(message: Message) -> None:
-                    if message["type"] == "http.response.start":
-                        failed.append(message["status"])
-                        message = {**message, "headers": [*message["headers"], id_header]}
-                    else:
-                        failed.append(len(message.get("body", b"")))
-                    await send(message)
-
-                await internal_error(send_with_id)
-                status, sent = failed[0], sum(failed[1:])
+                await internal_error(with_id)
             raise
         finally:
             log.end(scope, info, status, time.perf_counter() - start, sent, arrived, logging_on)

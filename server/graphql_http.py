@@ -247,8 +247,7 @@ async def _params(request: Request) -> Params:
                 raw[key] = _decode(raw[key].encode(), f"'{key}'")
     else:
         content_type = request.headers.get("content-type", "")
-        _check_content_type(content_type)
-        return _checked(_post_body(await _read_body(request.receive)))
+        return _post_params(content_type, await _read_body(request.receive))
     return _checked(raw)
 
 
