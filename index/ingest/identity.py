@@ -195,7 +195,9 @@ def _look(root: Location) -> Stock | None:
         # size: their names, sizes and times stand for them, as reading them would not be
         # cheap. A manifest rewritten to the same size in the same nanosecond is missed.
         specs = root.join(*V3_SPECS).path
-        manifests = [_stat(p) for p in sorted(specs.glob("*/*.spec.manifest.json"))]
+        found = specs.glob("*/*.spec.manifest.json")
+        # Sorted as paths sort, without comparing Path objects (seconds at a million).
+        manifests = [_stat(p) for p in sorted(found, key=lambda p: (p.parent.name, p.name))]
         local = v2_folder(root).path
         files = None
         if not (local / "index.json").is_file():

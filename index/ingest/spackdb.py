@@ -14,7 +14,6 @@ one binary and its DAG: `{"spec": {"_meta": ..., "nodes": [root, ...]}}`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -30,6 +29,13 @@ from cachegql.index.ingest.node_reader import (
     flatten_node,
     node_hash,
     read_node,
+)
+from cachegql.index.ingest.record_spans import (
+    SlicingError,
+    end_of_value,
+    exact_spans,
+    last_record,
+    quick_spans,
 )
 from cachegql.index.records import Problem
 
@@ -60,8 +66,8 @@ def read_database(data: Blob, source: str) -> Database:
     """
     try:
         return _read_records(*_records(data, source), source)
-    except _SlicingError:
-        return _read_records(*_whole_document(data, source, lazy=False), source)
+    except SlicingError:  # not laid out as the quick scan needs: find every record key
+        return _read_records(*_records(data, source, exact=True), source)
 
 
 def _read_records(version: int, records: Iterable[tuple[str, Any]], source: str) -> Database:
@@ -83,38 +89,33 @@ def binary_hashes(data: Blob, source: str) -> set[str]:
     """The hashes an index lists as binaries, without reading its nodes (a view's stack)."""
     try:
         return {digest for digest, record in _records(data, source, lazy=True)[1] if record}
-    except _SlicingError:
-        return {digest for digest, record in _whole_document(data, source, lazy=True)[1] if record}
+    except SlicingError:  # not laid out as the quick scan needs: find every record key
+        records = _records(data, source, lazy=True, exact=True)[1]
+        return {digest for digest, record in records if record}
 
 
-class _SlicingError(Exception):
-    """A record slice did not parse: the bytes are not laid out as expected."""
-
-
-# Where an install record starts: `"<dag hash>": {`. Nothing else in an index is an
-# object keyed by a DAG hash; a slice that does not parse sends us to the whole document.
-_RECORD = re.compile(rb'"([a-z2-7]{32})"\s*:\s*\{')
 _INSTALLS = re.compile(rb'"installs"\s*:\s*\{')
 _VERSION = re.compile(rb'"version"\s*:\s*"?([^",}\s]*)"?')
-_IN_BUILDCACHE = rb'"in_buildcache"\s*:\s*(true|false)'
-# A record's start or its flag (group 2), found in one scan of a view's index.
-_RECORD_OR_FLAG = re.compile(_RECORD.pattern + b"|" + _IN_BUILDCACHE)
 _RELEASE_SPAN = 64 << 20  # bytes of a mapped index read before its pages are dropped
 
 
-def _records(data: Blob, source: str, lazy: bool = False) -> tuple[int, Iterator[tuple[str, Any]]]:
+def _records(
+    data: Blob, source: str, lazy: bool = False, exact: bool = False
+) -> tuple[int, Iterator[tuple[str, Any]]]:
     """The database version and its records, (hash, record), read slice by slice.
 
     With `lazy`, a record is only True or False (whether it is in the build cache), found
-    without parsing the node. Falls back to parsing the whole document when the bytes are
-    not laid out as an index usually is. The records are found as they are read, and a
-    mapped file's pages are dropped behind them (`release`): a 1M-spec index is 1.8 GB.
+    without parsing the node. The records are found by `quick_spans` (which raises
+    `SlicingError` when they are not laid out as it needs), with `exact` by `exact_spans`.
+    Falls back to parsing the whole document when the bytes are not laid out as an index
+    usually is. The records are found as they are read, and a mapped file's pages are
+    dropped behind them (`release`): a 1M-spec index is 1.8 GB.
     """
     installs = _INSTALLS.search(data)
-    last = _last_record(data, installs.end()) if installs else None
+    last = last_record(data, installs.end(), _RELEASE_SPAN // 64) if installs else None
     if installs is None or last is None:
         return _whole_document(data, source, lazy)
-    last_end = _end_of_value(data, last.end() - 1)
+    last_end = end_of_value(data, last.end() - 1)
     after = data[last_end:].lstrip()
     if last_end < 0 or not after.startswith(b"}"):
         return _whole_document(data, source, lazy)
@@ -122,7 +123,10 @@ def _records(data: Blob, source: str, lazy: bool = False) -> tuple[int, Iterator
     version = _VERSION.search(data[: installs.start()]) or _VERSION.search(after)
     if version is None:
         return _whole_document(data, source, lazy)
-    spans = _spans(data, installs.end(), last_end, lazy)
+    if exact:
+        spans = exact_spans(data, installs.end(), last_end, lazy)
+    else:
+        spans = quick_spans(data, installs.end(), last_end)
 
     def records() -> Iterator[tuple[str, Any]]:
         released = 0
@@ -130,63 +134,21 @@ def _records(data: Blob, source: str, lazy: bool = False) -> tuple[int, Iterator
             if match.start() - released > _RELEASE_SPAN:
                 released = match.start()
                 release(data, released)
-            if flag is not None:  # lazy: found in the same scan, nothing copied
-                yield match.group(1).decode(), flag.group(2) == b"true"
+            if lazy and flag is not None:  # found in the same scan, nothing copied
+                yield match.group(1).decode(), flag.group(0).endswith(b"true")
                 continue
             piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
             try:
                 record = orjson.loads(piece)
             except orjson.JSONDecodeError as exc:
+                if not exact:  # a record the quick scan missed may be inside: look again
+                    raise SlicingError(str(exc)) from None
                 raise SourceFormatError(
                     f"not valid JSON ({exc}) in record {match.group(1).decode()}"
                 ) from None
             yield match.group(1).decode(), bool(record.get("in_buildcache")) if lazy else record
 
     return _db_version(version.group(1).decode()), records()
-
-
-def _spans(
-    data: Blob, begin: int, last_end: int, lazy: bool
-) -> Iterator[tuple[re.Match[bytes], int, re.Match[bytes] | None]]:
-    """Each record's start, where it ends (the next start, or `last_end`) and, with
-    `lazy`, its first `in_buildcache` flag (None if it has none): one scan for both,
-    as neither can overlap the other."""
-    current: re.Match[bytes] | None = None
-    flag: re.Match[bytes] | None = None
-    for found in (_RECORD_OR_FLAG if lazy else _RECORD).finditer(data, begin):
-        if found.group(1) is None:  # a flag
-            if current is not None and flag is None and found.end() <= last_end:
-                flag = found
-            continue
-        if current is not None:
-            yield current, found.start(), flag
-        current, flag = found, None
-    if current is not None:
-        yield current, last_end, flag
-
-
-def _last_record(data: Blob, start: int) -> re.Match[bytes] | None:
-    """The last record start at or after `start`, searched in ever longer tails (two
-    record starts cannot overlap, so a tail's last is the whole file's)."""
-    size = _RELEASE_SPAN // 64
-    while True:
-        begin = max(start, len(data) - size)
-        last = None
-        for last in _RECORD.finditer(data, begin):  # noqa: B007 (the last is wanted)
-            pass
-        if last is not None or begin == start:
-            return last
-        size *= 4
-
-
-def _end_of_value(data: Blob, start: int) -> int:
-    """Where the JSON object starting at `start` ends, or -1."""
-    text = data[start:].decode("utf-8", "replace")
-    try:
-        _, end = json.JSONDecoder().raw_decode(text)
-    except ValueError:
-        return -1
-    return start + len(text[:end].encode("utf-8", "replace"))
 
 
 def _whole_document(data: Blob, source: str, lazy: bool) -> tuple[int, Iterator[tuple[str, Any]]]:

@@ -1,0 +1,133 @@
+"""Where each install record of an index lies in its bytes, found without parsing it.
+
+An index's records are `"<dag hash>": {"spec": ..., "in_buildcache": bool}` in a row.
+Two scans find them. `quick_spans` looks for the literal `"spec"` key, which the regex
+engine finds some six times faster than a pattern that starts at every quote (a DAG
+hash key), and takes the hash key just before it; it holds only if records and their
+`in_buildcache` flags alternate one to one, and raises `SlicingError` otherwise (a record
+whose first key is not its spec, a record without a flag), so that the caller scans
+again with `exact_spans`, which finds every DAG hash key wherever it is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+from cachegql.index.ingest.files import Blob
+
+__all__ = [
+    "RECORD",
+    "SlicingError",
+    "Span",
+    "end_of_value",
+    "exact_spans",
+    "last_record",
+    "quick_spans",
+]
+
+# Where an install record starts: `"<dag hash>": {`. Nothing else in an index is an
+# object keyed by a DAG hash; a slice that does not parse sends us to the whole document.
+RECORD = re.compile(rb'"([a-z2-7]{32})"\s*:\s*\{')
+_IN_BUILDCACHE = rb'"in_buildcache"\s*:\s*(true|false)'
+_FLAG = re.compile(_IN_BUILDCACHE)
+# A record's start or its flag (group 2), found in one scan of a view's index.
+_RECORD_OR_FLAG = re.compile(RECORD.pattern + b"|" + _IN_BUILDCACHE)
+_SPEC_KEY = re.compile(rb'"spec"\s*:')
+_COMPACT_KEY = 36  # bytes of `"<hash>":{`, the key right before `"spec"` in compact JSON
+_KEY_WINDOW = 256  # how far before `"spec"` its record's key may start, spaces and all
+
+# A record: the match of its key (group 1 the hash; it ends just after the record's
+# `{`), where its bytes end, and its first `in_buildcache` flag (ending in true or false).
+Span = tuple[re.Match[bytes], int, re.Match[bytes] | None]
+
+
+class SlicingError(Exception):
+    """The records are not laid out as `quick_spans` needs: scan again exactly."""
+
+
+def quick_spans(data: Blob, begin: int, last_end: int) -> Iterator[Span]:
+    """Each record between `begin` and `last_end`, found from its `"spec"` key, with
+    its flag; raises `SlicingError` when records and flags do not alternate."""
+    flags = _FLAG.finditer(data, begin, last_end)
+    starts = (
+        key
+        for spec in _SPEC_KEY.finditer(data, begin, last_end)
+        if (key := _key_before(data, begin, spec.start())) is not None
+    )
+    flag, current = next(flags, None), next(starts, None)
+    if flag is not None and (current is None or flag.start() < current.start()):
+        raise SlicingError("an in_buildcache flag outside any record")
+    while current is not None:
+        following = next(starts, None)
+        end = last_end if following is None else following.start()
+        if flag is None or flag.start() >= end:
+            raise SlicingError(f"record {current.group(1).decode()} has no in_buildcache flag")
+        after = next(flags, None)
+        if after is not None and after.start() < end:
+            raise SlicingError(f"record {current.group(1).decode()} has two in_buildcache flags")
+        yield current, end, flag
+        current, flag = following, after
+
+
+def _key_before(data: Blob, begin: int, spec: int) -> re.Match[bytes] | None:
+    """The record key `"<hash>": {` that ends, but for spaces, where `"spec"` starts;
+    None for a `"spec"` that is not a record's first key."""
+    compact = spec - _COMPACT_KEY
+    if compact >= begin:
+        key = RECORD.match(data, compact, spec)
+        if key is not None and key.end() == spec:
+            return key
+    brace = data.rfind(b"{", max(begin, spec - _KEY_WINDOW), spec)
+    if brace < 0 or data[brace + 1 : spec].strip():
+        return None
+    quote = data.rfind(b'"', max(begin, brace - _KEY_WINDOW), brace)
+    if quote - 33 < begin:
+        return None
+    key = RECORD.match(data, quote - 33, brace + 1)
+    return key if key is not None and key.end() == brace + 1 else None
+
+
+def exact_spans(data: Blob, begin: int, last_end: int, lazy: bool) -> Iterator[Span]:
+    """Each record's start, where it ends (the next start, or `last_end`) and, with
+    `lazy`, its `in_buildcache` flag: one scan for both, as neither can overlap the other.
+    The flag is None when a record has none or more than one (a node may hold that key
+    too), so that the caller parses it."""
+    current: re.Match[bytes] | None = None
+    flag: re.Match[bytes] | None = None
+    flags = 0
+    for found in (_RECORD_OR_FLAG if lazy else RECORD).finditer(data, begin):
+        if found.group(1) is None:  # a flag
+            if current is not None and found.end() <= last_end:
+                flag, flags = found, flags + 1
+            continue
+        if current is not None:
+            yield current, found.start(), flag if flags == 1 else None
+        current, flag, flags = found, None, 0
+    if current is not None:
+        yield current, last_end, flag if flags == 1 else None
+
+
+def last_record(data: Blob, start: int, span: int) -> re.Match[bytes] | None:
+    """The last record start at or after `start`, searched in ever longer tails from
+    `span` bytes (two record starts cannot overlap, so a tail's last is the whole file's)."""
+    size = span
+    while True:
+        begin = max(start, len(data) - size)
+        last = None
+        for last in RECORD.finditer(data, begin):  # noqa: B007 (the last is wanted)
+            pass
+        if last is not None or begin == start:
+            return last
+        size *= 4
+
+
+def end_of_value(data: Blob, start: int) -> int:
+    """Where the JSON object starting at `start` ends, or -1."""
+    text = data[start:].decode("utf-8", "replace")
+    try:
+        _, end = json.JSONDecoder().raw_decode(text)
+    except ValueError:
+        return -1
+    return start + len(text[:end].encode("utf-8", "replace"))

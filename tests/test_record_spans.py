@@ -1,0 +1,166 @@
+"""The quick record scan of an index against the exact one and the whole document.
+
+`quick_spans` finds records from their `"spec"` key and must either find every record an
+index holds or refuse (SlicingError), never miss one: each layout below is read by
+`read_database` and `binary_hashes` and compared with the whole document parsed at once.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from cachegql.index.ingest.record_spans import SlicingError, exact_spans, quick_spans
+from cachegql.index.ingest.spackdb import binary_hashes, read_database
+
+HASHES = [f"{letter * 31}{digit}" for letter, digit in zip("abcdefgh", "23456723", strict=True)]
+
+
+def _node(name: str, digest: str, dependencies: list[str]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "version": "1.0",
+        "arch": {"platform": "linux", "platform_os": "ubuntu22.04", "target": "x86_64"},
+        "namespace": "builtin",
+        "parameters": {"shared": True, "cflags": [], "ldflags": []},
+        "dependencies": [
+            {"name": f"dep{d[:1]}", "hash": d, "parameters": {"deptypes": ["link"], "virtuals": []}}
+            for d in dependencies
+        ],
+        "hash": digest,
+    }
+
+
+def _installs() -> dict[str, dict[str, Any]]:
+    """Eight records: the even ones binaries, each depending on the next."""
+    return {
+        digest: {
+            "spec": _node(f"pkg{i}", digest, HASHES[i + 1 : i + 2]),
+            "ref_count": 1,
+            "in_buildcache": i % 2 == 0,
+        }
+        for i, digest in enumerate(HASHES)
+    }
+
+
+def _document(installs: dict[str, Any]) -> dict[str, Any]:
+    return {"database": {"version": "8", "installs": installs}}
+
+
+def _compact(document: dict[str, Any]) -> bytes:
+    return orjson.dumps(document)
+
+
+def _indented(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, indent=2).encode()
+
+
+def _spaced(document: dict[str, Any]) -> bytes:
+    return json.dumps(document).encode()  # ", " and ": ", as Python writes by default
+
+
+def _reordered(installs: dict[str, Any]) -> dict[str, Any]:
+    """One record's spec after its other keys."""
+    record = installs[HASHES[3]]
+    installs[HASHES[3]] = {"ref_count": 1, "in_buildcache": record["in_buildcache"], **record}
+    return installs
+
+
+def _one_without_flag(installs: dict[str, Any]) -> dict[str, Any]:
+    del installs[HASHES[2]]["in_buildcache"]  # a binary no more: no flag is false
+    return installs
+
+
+def _flag_inside_a_node(installs: dict[str, Any]) -> dict[str, Any]:
+    installs[HASHES[1]]["spec"]["external"] = {"extra_attributes": {"in_buildcache": True}}
+    return installs
+
+
+def _spec_key_inside_a_node(installs: dict[str, Any]) -> dict[str, Any]:
+    installs[HASHES[4]]["spec"]["external"] = {"extra_attributes": {"spec": {"x": 1}}}
+    return installs
+
+
+def _keep(installs: dict[str, Any]) -> dict[str, Any]:
+    return installs
+
+
+Change = Callable[[dict[str, Any]], dict[str, Any]]
+Dump = Callable[[dict[str, Any]], bytes]
+
+# (change, whether the quick scan can read it)
+CHANGES: dict[str, tuple[Change, bool]] = {
+    "as written": (_keep, True),
+    "a 'spec' key inside a node": (_spec_key_inside_a_node, True),
+    "a record whose spec is not its first key": (_reordered, False),
+    "a record without in_buildcache": (_one_without_flag, False),
+    "an in_buildcache key inside a node": (_flag_inside_a_node, False),
+}
+DUMPS: dict[str, Dump] = {"compact": _compact, "indented": _indented, "spaced": _spaced}
+
+
+def _expected(installs: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """All hashes, and the binaries', from the document parsed whole."""
+    return set(installs), {h for h, r in installs.items() if r.get("in_buildcache")}
+
+
+def _span_of_installs(data: bytes) -> tuple[int, int]:
+    begin = data.index(b'"installs"')
+    begin = data.index(b"{", begin) + 1
+    end = data.rindex(b"}", 0, data.rindex(b"}", 0, data.rindex(b"}")))
+    return begin, end
+
+
+@pytest.mark.parametrize("dump", DUMPS.values(), ids=DUMPS.keys())
+@pytest.mark.parametrize("change", CHANGES.keys())
+def test_every_record_is_read_whichever_scan_reads_it(change: str, dump: Dump) -> None:
+    installs = CHANGES[change][0](_installs())
+    data = dump(_document(installs))
+    hashes, binaries = _expected(installs)
+
+    database = read_database(data, "index.json")
+
+    assert set(database.nodes) == hashes
+    assert {h for h, node in database.nodes.items() if node.in_buildcache} == binaries
+    assert database.problems == []
+    assert binary_hashes(data, "index.json") == binaries
+
+
+@pytest.mark.parametrize("dump", DUMPS.values(), ids=DUMPS.keys())
+@pytest.mark.parametrize("change", CHANGES.keys())
+def test_the_quick_scan_reads_an_index_whole_or_refuses_it(change: str, dump: Dump) -> None:
+    change_of, readable = CHANGES[change]
+    installs = change_of(_installs())
+    data = dump(_document(installs))
+    begin, end = _span_of_installs(data)
+    exact = [(m.group(1), e) for m, e, _ in exact_spans(data, begin, end, lazy=False)]
+
+    if readable:
+        spans = list(quick_spans(data, begin, end))
+        assert [(m.group(1), e) for m, e, _ in spans] == exact
+        flags = [f is not None and f.group(0).endswith(b"true") for _, _, f in spans]
+        assert flags == [installs[m.group(1).decode()]["in_buildcache"] for m, _, _ in spans]
+    else:
+        with pytest.raises(SlicingError):
+            list(quick_spans(data, begin, end))
+
+
+def test_a_mapped_index_is_scanned_as_its_bytes(tmp_path: Path) -> None:
+    installs = _installs()
+    path = tmp_path / "index.json"
+    path.write_bytes(_compact(_document(installs)))
+    with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        assert binary_hashes(data, str(path)) == _expected(installs)[1]
+        assert set(read_database(data, str(path)).nodes) == set(installs)
+
+
+def test_a_broken_record_is_still_named_after_the_quick_scan_gives_up() -> None:
+    data = _compact(_document(_installs())).replace(b'"ref_count":1', b'"ref_count":1,,', 1)
+    with pytest.raises(ValueError, match=f"not valid JSON .* in record {HASHES[0]}"):
+        read_database(data, "index.json")
