@@ -37,6 +37,7 @@ from cachegql.index.ingest.spackdb import (
     read_spec_file,
     strip_clearsign,
 )
+from cachegql.index.ingest.tarball_sizes import PendingSizes
 from cachegql.index.records import Problem
 
 __all__ = [
@@ -58,7 +59,6 @@ V3_INDEX = ("v3", "manifests", "index")
 MANIFEST = "index.manifest.json"
 V3_SPECS = ("v3", "manifests", "spec")
 _DB_MEDIA_TYPE = re.compile(r"^application/vnd\.spack\.db\.v(\d+)\+json$")
-_TARBALL_MEDIA_TYPE = "application/vnd.spack.install."
 SPEC_FILE_SUFFIXES = (".spec.json", ".spec.json.sig", ".spec.yaml")
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -128,16 +128,26 @@ def read_mirror(location: Location, opener: Opener, label: str) -> CacheData:
 
 def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
     index = root.join(*V3_INDEX)
-    database = _manifest_database(index.join(MANIFEST), root, opener)
-    data = CacheData(str(root), database, {label: binaries(database)}, base=str(root), layout="v3")
-    if not root.is_url:  # views and spec manifests are found by listing folders
-        for view in view_names(root):
+    # Views and spec manifests are found by listing folders: local mirrors only. The
+    # manifests' sizes are read while the index is parsed (tarball_sizes.py).
+    sizes = None if root.is_url else PendingSizes(root.join(*V3_SPECS).path)
+    try:
+        database = _manifest_database(index.join(MANIFEST), root, opener)
+        data = CacheData(
+            str(root), database, {label: binaries(database)}, base=str(root), layout="v3"
+        )
+        for view in [] if root.is_url else view_names(root):
             try:
                 blob = _manifest_blob(index.join(view, MANIFEST), root, opener)
                 data.stacks[view] = binary_hashes(blob, str(index.join(view)))
             except (ReadError, SourceFormatError) as exc:
                 data.problems.append(Problem(str(index.join(view)), f"view skipped: {exc}"))
-        data.sizes, problems = _tarball_sizes(root.join(*V3_SPECS))
+    except BaseException:
+        if sizes is not None:
+            sizes.cancel()
+        raise
+    if sizes is not None:
+        data.sizes, problems = sizes.result()
         data.problems.extend(problems)
     return data
 
@@ -178,40 +188,6 @@ def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> Blob:
     if data[:2] == _GZIP_MAGIC:
         return gunzip(data if isinstance(data, bytes) else bytes(data), str(blob), opener.limits)
     return data
-
-
-def _tarball_sizes(specs: Location) -> tuple[dict[str, int], list[Problem]]:
-    """Tarball sizes by spec hash, from the spec manifests of a local v3 mirror."""
-    sizes: dict[str, int] = {}
-    problems: list[Problem] = []
-    if not specs.path.is_dir():
-        return sizes, problems
-    # Sorted as paths sort (folder, then file name), without comparing Path objects:
-    # at a million files that comparison alone took seconds.
-    paths = sorted(specs.path.glob("*/*.spec.manifest.json"), key=lambda p: (p.parent.name, p.name))
-    # Read in turn: since a manifest takes a few system calls and little Python
-    # (`read_regular`), reading threads only handed the GIL over (docs/benchmarks/
-    # ingest-speed.md: one thread 5.6 s at 200k manifests, two 9 to 10.5 s).
-    for path in paths:
-        size = _tarball_size(path)
-        if size is None:
-            problems.append(Problem(str(path), "spec manifest without a tarball size; ignored"))
-        else:
-            sizes[path.name.removesuffix(".spec.manifest.json").rsplit("-", 1)[-1]] = size
-    return sizes, problems
-
-
-def _tarball_size(path: Path) -> int | None:
-    try:
-        document = orjson.loads(strip_clearsign(read_regular(path)))
-        size = next(
-            r["contentLength"]
-            for r in document["data"]
-            if str(r.get("mediaType", "")).startswith(_TARBALL_MEDIA_TYPE)
-        )
-    except (OSError, ValueError, KeyError, TypeError, StopIteration):
-        return None
-    return size if isinstance(size, int) and size >= 0 else None
 
 
 def _read_v2(root: Location, opener: Opener, label: str) -> CacheData:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from cachegql.index.ingest.files import Blob
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.spackdb import SourceFormatError
+from cachegql.index.ingest.tarball_sizes import manifest_paths
 
 __all__ = [
     "CONTENT_LIMITS",
@@ -194,22 +196,19 @@ def _look(root: Location) -> Stock | None:
         # A spec manifest per binary (a million at 1M specs), each read for its tarball's
         # size: their names, sizes and times stand for them, as reading them would not be
         # cheap. A manifest rewritten to the same size in the same nanosecond is missed.
-        specs = root.join(*V3_SPECS).path
-        found = specs.glob("*/*.spec.manifest.json")
-        # Sorted as paths sort, without comparing Path objects (seconds at a million).
-        manifests = [_stat(p) for p in sorted(found, key=lambda p: (p.parent.name, p.name))]
+        manifests = [_stat(path) for path in manifest_paths(root.join(*V3_SPECS).path)]
         local = v2_folder(root).path
         files = None
         if not (local / "index.json").is_file():
-            files = tuple(_stat(p) for p in spec_file_paths(Location(str(local))))
+            files = tuple(_stat(str(p)) for p in spec_file_paths(Location(str(local))))
     except (OSError, ReadError):  # a folder that cannot be listed, a file gone since
         return None
     return Stock(tuple(views), tuple(manifests), local, files)
 
 
-def _stat(path: Path) -> tuple[str, int, int]:
-    status = path.stat()
-    return path.name, status.st_size, status.st_mtime_ns
+def _stat(path: str) -> tuple[str, int, int]:
+    status = os.stat(path)  # noqa: PTH116 (a Path per file is a second at a million)
+    return path.rsplit("/", 1)[-1], status.st_size, status.st_mtime_ns
 
 
 def _stock_of(root: Location, opener: RecordingOpener) -> Stock:

@@ -1,0 +1,136 @@
+"""Tarball sizes from a v3 mirror's spec manifests, read beside the index's parsing.
+
+A v3 mirror has one small spec manifest per binary (a million at 1M specs), each read for
+its tarball's size: a few system calls and little Python each, and at that size much of
+it waiting on the disk. With many of them, a process of its own reads them while the
+ingest parses the index (the other core; threads only handed the GIL over, see
+docs/benchmarks/ingest-speed.md); with few, or where no process can be started, they are
+read in this process when asked for.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+import orjson
+
+from cachegql.index.ingest.files import read_regular
+from cachegql.index.ingest.spackdb import strip_clearsign
+from cachegql.index.records import Problem
+
+__all__ = ["PROCESS_FROM", "PendingSizes", "manifest_paths", "read_sizes", "tarball_sizes"]
+
+TARBALL_MEDIA_TYPE = "application/vnd.spack.install."
+MANIFEST_SUFFIX = ".spec.manifest.json"
+# From this many manifests a process pays for its start (~0.4 s: a fresh interpreter).
+PROCESS_FROM = 20_000
+
+Sizes = tuple[dict[str, int], list[Problem]]
+
+
+class PendingSizes:
+    """The sizes of a folder's spec manifests, being read; `result()` waits for them."""
+
+    def __init__(self, specs: Path, process_from: int = PROCESS_FROM) -> None:
+        self._paths = manifest_paths(specs)
+        self._process: BaseProcess | None = None
+        self._receiver: Connection | None = None
+        if len(self._paths) >= process_from:
+            self._start()
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        receiver, sender = context.Pipe(duplex=False)
+        # A daemon: it ends with the build, whichever way the build ends.
+        process = context.Process(target=_send_sizes, args=(self._paths, sender), daemon=True)
+        try:
+            process.start()
+        except (OSError, AssertionError):  # no process here (or a daemon's): read them here
+            receiver.close()
+            return
+        finally:
+            sender.close()
+        self._process, self._receiver = process, receiver
+
+    def result(self) -> Sizes:
+        """The sizes by spec hash, and a problem per manifest without one."""
+        if self._receiver is not None:
+            try:
+                sizes: Sizes = self._receiver.recv()
+                return sizes
+            except (EOFError, OSError):  # the process ended without them: read them here
+                pass
+            finally:
+                self.cancel()
+        return read_sizes(self._paths)
+
+    def cancel(self) -> None:
+        """Stop reading (the build stops, or the sizes are in)."""
+        if self._process is not None:
+            self._process.terminate()
+            self._process.join()
+        if self._receiver is not None:
+            self._receiver.close()
+        self._process, self._receiver = None, None
+
+
+def tarball_sizes(specs: Path) -> Sizes:
+    """The sizes of a folder's spec manifests, read in this process."""
+    return read_sizes(manifest_paths(specs))
+
+
+def manifest_paths(specs: Path) -> list[str]:
+    """The spec manifests under `specs` (`*/*.spec.manifest.json`), sorted as paths sort
+    (folder, then file name): listed by name, as Path objects took seconds at a million."""
+    try:
+        with os.scandir(specs) as entries:
+            folders = sorted(entry.name for entry in entries if entry.is_dir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    paths: list[str] = []
+    for name in folders:
+        folder = f"{specs}/{name}"
+        with os.scandir(folder) as entries:
+            files = sorted(entry.name for entry in entries if entry.name.endswith(MANIFEST_SUFFIX))
+        paths.extend(f"{folder}/{file}" for file in files)
+    return paths
+
+
+def read_sizes(paths: list[str]) -> Sizes:
+    """Tarball sizes by spec hash (the last part of a manifest's name), and a problem for
+    each manifest without one."""
+    sizes: dict[str, int] = {}
+    problems: list[Problem] = []
+    for path in paths:
+        size = _tarball_size(Path(path))
+        if size is None:
+            problems.append(Problem(path, "spec manifest without a tarball size; ignored"))
+        else:
+            name = path.rsplit("/", 1)[-1]
+            sizes[name.removesuffix(MANIFEST_SUFFIX).rsplit("-", 1)[-1]] = size
+    return sizes, problems
+
+
+def _tarball_size(path: Path) -> int | None:
+    try:
+        document = orjson.loads(strip_clearsign(read_regular(path)))
+        size = next(
+            r["contentLength"]
+            for r in document["data"]
+            if str(r.get("mediaType", "")).startswith(TARBALL_MEDIA_TYPE)
+        )
+    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        return None
+    return size if isinstance(size, int) and size >= 0 else None
+
+
+def _send_sizes(paths: list[str], sender: Connection) -> None:
+    """In the reading process: Ctrl-C is the build's to handle (it ends this process)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sender.send(read_sizes(paths))
+    sender.close()
