@@ -107,6 +107,8 @@ class BuildReport:
     merged_duplicates: int = 0
     # The process's peak resident memory so far (the build's, when it runs the CLI).
     peak_rss_mb: int = 0
+    # That of a process reading spec manifests beside the build, at the same time (0: none).
+    helper_rss_mb: int = 0
     # The tags taken from the previous build unread, and how many tags it was asked for
     # (those read from build caches only, when there was a previous build to ask).
     reused: list[str] = field(default_factory=list)
@@ -119,8 +121,12 @@ class BuildReport:
         return (
             f"indexed {read}, {self.specs} specs, {len(self.tags)} tags, "
             f"{len(self.problems)} problems in {self.seconds:.1f} s, peak RSS "
-            f"{self.peak_rss_mb} MB{self._reuse()} -> {self.out}"
+            f"{self.peak_rss_mb} MB{self._helper()}{self._reuse()} -> {self.out}"
         )
+
+    def _helper(self) -> str:
+        """` (and 150 MB in a manifest reader)`, when a second process read manifests."""
+        return f" (and {self.helper_rss_mb} MB in a manifest reader)" if self.helper_rss_mb else ""
 
     def _reuse(self) -> str:
         """`, reused 2 of 3 tags (develop, v0.22)`, when a previous build was asked."""
@@ -185,6 +191,7 @@ def build_index(
         skipped=result.skipped,
         merged_duplicates=result.merged_duplicates,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        helper_rss_mb=result.helper_rss_mb,
         reused=build.reused,
         compared=build.compared,
     )

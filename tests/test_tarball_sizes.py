@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
+from cachegql.index import BuildReport
 from cachegql.index.ingest.tarball_sizes import PendingSizes, tarball_sizes
 
 
@@ -44,9 +45,22 @@ def test_a_second_process_reads_what_this_one_reads(specs: Path) -> None:
 
     assert pending.result() == here
     assert not child.is_alive()
+    assert pending.peak_rss_mb > 10  # an interpreter of its own, told back
     sizes, problems = here
     assert len(sizes) == 119 and all(size >= 0 for size in sizes.values())
     assert [p.message for p in problems] == ["spec manifest without a tarball size; ignored"]
+
+
+def test_names_no_text_can_hold_come_back_from_the_process(tmp_path: Path, specs: Path) -> None:
+    folder = tmp_path / "specs" / "odd"
+    folder.mkdir(parents=True)
+    content = next(specs.glob("*/*.spec.manifest.json")).read_bytes()
+    for name in (b"a\nb-hash1", b"x\xff-hash2", b"plain-hash3"):
+        (folder / os.fsdecode(name + b".spec.manifest.json")).write_bytes(content)
+    here = tarball_sizes(tmp_path / "specs")
+    assert len(here[0]) == 3
+
+    assert PendingSizes(tmp_path / "specs", process_from=1).result() == here
 
 
 def test_sizes_are_read_here_when_the_process_dies(specs: Path) -> None:
@@ -69,7 +83,17 @@ def test_few_manifests_are_read_here(specs: Path) -> None:
     pending = PendingSizes(specs, process_from=10_000)
     assert set(multiprocessing.active_children()) == before
     assert pending.result() == tarball_sizes(specs)
+    assert pending.peak_rss_mb == 0
 
 
 def test_a_folder_without_manifests_has_no_sizes(tmp_path: Path) -> None:
     assert PendingSizes(tmp_path / "none", process_from=1).result() == ({}, [])
+
+
+def test_the_closing_line_tells_the_readers_memory_beside_the_builds(tmp_path: Path) -> None:
+    report = BuildReport(
+        out=tmp_path, folder=tmp_path, pages=0, caches=1, specs=9, tags={"develop": 9}, seconds=2.0
+    )
+    assert f"peak RSS 0 MB -> {tmp_path}" in report.summary()
+    report.peak_rss_mb, report.helper_rss_mb = 1980, 160
+    assert "peak RSS 1980 MB (and 160 MB in a manifest reader) -> " in report.summary()

@@ -75,6 +75,8 @@ class CacheData:
     # Where its binaries live and in which layout (index/binary_urls.py), if known.
     base: str | None = None
     layout: str | None = None
+    # The peak memory of a process that read its spec manifests beside this one, if any.
+    helper_rss_mb: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +151,7 @@ def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
     if sizes is not None:
         data.sizes, problems = sizes.result()
         data.problems.extend(problems)
+        data.helper_rss_mb = sizes.peak_rss_mb
     return data
 
 

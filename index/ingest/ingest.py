@@ -91,6 +91,8 @@ class Ingested:
     # Per tag, per stack label: where the binaries of a network build cache live and in
     # which layout (`base`, `layout` of index/binary_urls.py), the first cache wins.
     mirrors: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    # The largest peak memory of a process that read part of a source beside the ingest.
+    helper_rss_mb: int = 0
 
     @property
     def specs(self) -> int:
@@ -173,6 +175,7 @@ def ingest_caches(
             continue
         result.caches += 1
         result.sources.append(public_base(data.source))
+        result.helper_rss_mb = max(result.helper_rss_mb, data.helper_rss_mb)
         if data.base is not None and data.layout is not None and request.location.is_url:
             mirrors = result.mirrors.setdefault(tag, {})
             for label in data.stacks:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import resource
 import signal
+from array import array
+from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -31,23 +34,32 @@ MANIFEST_SUFFIX = ".spec.manifest.json"
 PROCESS_FROM = 20_000
 
 Sizes = tuple[dict[str, int], list[Problem]]
+# What the reading process sends back: the hashes as one text, separated by "/" (which no
+# file name holds), their sizes in a typed array, the problems, its peak RSS in MB. A
+# million sizes so packed are some 40 MB to hold and pickle, against 150 MB as a dict.
+_Packed = tuple[bytes, "array[int]", list[Problem], int]
+_KB_PER_MB = 1024
 
 
 class PendingSizes:
     """The sizes of a folder's spec manifests, being read; `result()` waits for them."""
 
     def __init__(self, specs: Path, process_from: int = PROCESS_FROM) -> None:
-        self._paths = manifest_paths(specs)
+        self._specs = specs
+        self._paths: list[str] | None = manifest_paths(specs)
         self._process: BaseProcess | None = None
         self._receiver: Connection | None = None
+        self.peak_rss_mb = 0
+        """The reading process's own peak memory, once its sizes are in (0: none ran)."""
         if len(self._paths) >= process_from:
             self._start()
 
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")
         receiver, sender = context.Pipe(duplex=False)
-        # A daemon: it ends with the build, whichever way the build ends.
-        process = context.Process(target=_send_sizes, args=(self._paths, sender), daemon=True)
+        # A daemon: it ends with the build, whichever way the build ends. It lists the
+        # folder again rather than be sent a million paths (and hold them).
+        process = context.Process(target=_send_sizes, args=(str(self._specs), sender), daemon=True)
         try:
             process.start()
         except (OSError, AssertionError):  # no process here (or a daemon's): read them here
@@ -55,19 +67,20 @@ class PendingSizes:
             return
         finally:
             sender.close()
-        self._process, self._receiver = process, receiver
+        self._process, self._receiver, self._paths = process, receiver, None
 
     def result(self) -> Sizes:
         """The sizes by spec hash, and a problem per manifest without one."""
         if self._receiver is not None:
             try:
-                sizes: Sizes = self._receiver.recv()
-                return sizes
+                hashes, sizes, problems, self.peak_rss_mb = self._receiver.recv()
+                names = hashes.decode(_NAMES, "surrogateescape").split("/") if hashes else []
+                return dict(zip(names, sizes, strict=True)), problems
             except (EOFError, OSError):  # the process ended without them: read them here
                 pass
             finally:
                 self.cancel()
-        return read_sizes(self._paths)
+        return read_sizes(manifest_paths(self._specs) if self._paths is None else self._paths)
 
     def cancel(self) -> None:
         """Stop reading (the build stops, or the sizes are in)."""
@@ -84,41 +97,77 @@ def tarball_sizes(specs: Path) -> Sizes:
     return read_sizes(manifest_paths(specs))
 
 
-def manifest_paths(specs: Path) -> list[str]:
+def manifest_paths(specs: Path | str) -> list[str]:
     """The spec manifests under `specs` (`*/*.spec.manifest.json`), sorted as paths sort
     (folder, then file name): listed by name, as Path objects took seconds at a million."""
+    return list(_each_manifest(specs))
+
+
+def _each_manifest(specs: Path | str) -> Iterator[str]:
     try:
         with os.scandir(specs) as entries:
             folders = sorted(entry.name for entry in entries if entry.is_dir())
     except (FileNotFoundError, NotADirectoryError):
-        return []
-    paths: list[str] = []
+        return
     for name in folders:
         folder = f"{specs}/{name}"
         with os.scandir(folder) as entries:
             files = sorted(entry.name for entry in entries if entry.name.endswith(MANIFEST_SUFFIX))
-        paths.extend(f"{folder}/{file}" for file in files)
-    return paths
+        yield from (f"{folder}/{file}" for file in files)
 
 
-def read_sizes(paths: list[str]) -> Sizes:
+def read_sizes(paths: Iterable[str]) -> Sizes:
     """Tarball sizes by spec hash (the last part of a manifest's name), and a problem for
     each manifest without one."""
     sizes: dict[str, int] = {}
     problems: list[Problem] = []
     for path in paths:
-        size = _tarball_size(Path(path))
+        size = _tarball_size(path)
         if size is None:
-            problems.append(Problem(path, "spec manifest without a tarball size; ignored"))
+            problems.append(Problem(path, _NO_SIZE))
         else:
-            name = path.rsplit("/", 1)[-1]
-            sizes[name.removesuffix(MANIFEST_SUFFIX).rsplit("-", 1)[-1]] = size
+            sizes[_hash_of(path)] = size
     return sizes, problems
 
 
-def _tarball_size(path: Path) -> int | None:
+def _send_sizes(specs: str, sender: Connection) -> None:
+    """In the reading process: the sizes, packed. Ctrl-C is the build's to handle (it
+    ends this process)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    hashes, sizes, problems = bytearray(), array("q"), []
+    for path in _each_manifest(specs):
+        size = _tarball_size(path)
+        if size is None:
+            problems.append(Problem(path, _NO_SIZE))
+        else:
+            hashes += _hash_of(path).encode(_NAMES, "surrogateescape") + b"/"
+            sizes.append(size)
+    packed: _Packed = (bytes(hashes[:-1]), sizes, problems, _peak_rss_mb())
+    sender.send(packed)
+    sender.close()
+
+
+_NO_SIZE = "spec manifest without a tarball size; ignored"
+_NAMES = "utf-8"  # file names as os.scandir gives them, undecodable bytes and all
+
+
+def _peak_rss_mb() -> int:
+    """This process's own peak: `VmHWM`, which starts again at exec, where `ru_maxrss`
+    keeps the high-water mark of the build the process was forked from."""
     try:
-        document = orjson.loads(strip_clearsign(read_regular(path)))
+        status = Path("/proc/self/status").read_text()
+        return int(status.split("VmHWM:", 1)[1].split()[0]) // _KB_PER_MB
+    except (OSError, IndexError, ValueError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // _KB_PER_MB
+
+
+def _hash_of(path: str) -> str:
+    return path.rsplit("/", 1)[-1].removesuffix(MANIFEST_SUFFIX).rsplit("-", 1)[-1]
+
+
+def _tarball_size(path: str) -> int | None:
+    try:
+        document = orjson.loads(strip_clearsign(read_regular(Path(path))))
         size = next(
             r["contentLength"]
             for r in document["data"]
@@ -127,10 +176,3 @@ def _tarball_size(path: Path) -> int | None:
     except (OSError, ValueError, KeyError, TypeError, StopIteration):
         return None
     return size if isinstance(size, int) and size >= 0 else None
-
-
-def _send_sizes(paths: list[str], sender: Connection) -> None:
-    """In the reading process: Ctrl-C is the build's to handle (it ends this process)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sender.send(read_sizes(paths))
-    sender.close()
