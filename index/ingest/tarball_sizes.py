@@ -46,12 +46,11 @@ class PendingSizes:
 
     def __init__(self, specs: Path, process_from: int = PROCESS_FROM) -> None:
         self._specs = specs
-        self._paths: list[str] | None = manifest_paths(specs)
         self._process: BaseProcess | None = None
         self._receiver: Connection | None = None
         self.peak_rss_mb = 0
         """The reading process's own peak memory, once its sizes are in (0: none ran)."""
-        if len(self._paths) >= process_from:
+        if _holds_at_least(specs, process_from):
             self._start()
 
     def _start(self) -> None:
@@ -67,7 +66,7 @@ class PendingSizes:
             return
         finally:
             sender.close()
-        self._process, self._receiver, self._paths = process, receiver, None
+        self._process, self._receiver = process, receiver
 
     def result(self) -> Sizes:
         """The sizes by spec hash, and a problem per manifest without one."""
@@ -80,7 +79,7 @@ class PendingSizes:
                 pass
             finally:
                 self.cancel()
-        return read_sizes(manifest_paths(self._specs) if self._paths is None else self._paths)
+        return tarball_sizes(self._specs)
 
     def cancel(self) -> None:
         """Stop reading (the build stops, or the sizes are in)."""
@@ -101,6 +100,15 @@ def manifest_paths(specs: Path | str) -> list[str]:
     """The spec manifests under `specs` (`*/*.spec.manifest.json`), sorted as paths sort
     (folder, then file name): listed by name, as Path objects took seconds at a million."""
     return list(_each_manifest(specs))
+
+
+def _holds_at_least(specs: Path, count: int) -> bool:
+    """Whether `specs` holds `count` manifests or more: counted only that far, so that
+    the build does not list (and hold) a million paths to learn it."""
+    for seen, _ in enumerate(_each_manifest(specs), start=1):
+        if seen >= count:
+            return True
+    return count <= 0
 
 
 def _each_manifest(specs: Path | str) -> Iterator[str]:
