@@ -30,21 +30,31 @@ def specs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _started(specs: Path) -> tuple[PendingSizes, multiprocessing.process.BaseProcess]:
-    """Sizes pending in a process of their own, and that process."""
+def _started(specs: Path) -> tuple[PendingSizes, multiprocessing.process.BaseProcess, int]:
+    """Sizes pending in a process of their own, that process and its pid."""
     before = set(multiprocessing.active_children())
     pending = PendingSizes(specs, process_from=1)
     (child,) = set(multiprocessing.active_children()) - before
-    return pending, child
+    assert child.pid is not None
+    return pending, child, child.pid
+
+
+def _ended(pid: int) -> bool:
+    """Whether the process is gone, reaped (its object is closed by then)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 
 def test_a_second_process_reads_what_this_one_reads(specs: Path) -> None:
     here = tarball_sizes(specs)
-    pending, child = _started(specs)
+    pending, child, pid = _started(specs)
     assert child.is_alive()
 
     assert pending.result() == here
-    assert not child.is_alive()
+    assert _ended(pid)
     assert pending.peak_rss_mb > 10  # an interpreter of its own, told back
     sizes, problems = here
     assert len(sizes) == 119 and all(size >= 0 for size in sizes.values())
@@ -55,27 +65,51 @@ def test_names_no_text_can_hold_come_back_from_the_process(tmp_path: Path, specs
     folder = tmp_path / "specs" / "odd"
     folder.mkdir(parents=True)
     content = next(specs.glob("*/*.spec.manifest.json")).read_bytes()
-    for name in (b"a\nb-hash1", b"x\xff-hash2", b"plain-hash3"):
+    for name in (b"pkg-a\nb", b"pkg-x\xffy", b"pkg-plain", b"pkg-"):  # the hash after the last -
         (folder / os.fsdecode(name + b".spec.manifest.json")).write_bytes(content)
     here = tarball_sizes(tmp_path / "specs")
-    assert len(here[0]) == 3
+    assert set(here[0]) == {"a\nb", os.fsdecode(b"x\xffy"), "plain", ""}
 
-    assert PendingSizes(tmp_path / "specs", process_from=1).result() == here
+    pending = PendingSizes(tmp_path / "specs", process_from=1)
+    assert pending.result() == here
+    assert pending.peak_rss_mb > 0  # from the process, not read here after it failed
+
+
+def test_a_folder_that_cannot_be_listed_is_a_problem_and_the_rest_is_read(
+    tmp_path: Path, specs: Path
+) -> None:
+    root = tmp_path / "specs"
+    content = next(specs.glob("*/*.spec.manifest.json")).read_bytes()
+    for name in ("open", "shut"):
+        (root / name).mkdir(parents=True)
+        (root / name / f"{name}-1.0-h{name}.spec.manifest.json").write_bytes(content)
+    (root / "shut").chmod(0)
+    try:
+        if os.access(root / "shut", os.R_OK):
+            pytest.skip("this user reads any folder (root): nothing to refuse")
+        here = tarball_sizes(root)
+        pending = PendingSizes(root, process_from=1)
+        assert pending.result() == here
+    finally:
+        (root / "shut").chmod(0o755)
+    sizes, problems = here
+    assert list(sizes) == ["hopen"]
+    assert [p.path for p in problems] == [f"{root}/shut"]
+    assert "cannot be listed; the sizes of its binaries are unknown" in problems[0].message
 
 
 def test_sizes_are_read_here_when_the_process_dies(specs: Path) -> None:
-    pending, child = _started(specs)
-    assert child.pid is not None
-    os.kill(child.pid, signal.SIGKILL)
+    pending, child, pid = _started(specs)
+    os.kill(pid, signal.SIGKILL)
     child.join()
 
     assert pending.result() == tarball_sizes(specs)
 
 
 def test_a_stopped_build_ends_the_reading_process(specs: Path) -> None:
-    pending, child = _started(specs)
+    pending, _, pid = _started(specs)
     pending.cancel()
-    assert not child.is_alive()
+    assert _ended(pid)
 
 
 def test_few_manifests_are_read_here(specs: Path) -> None:

@@ -126,7 +126,7 @@ def _records(
     if exact:
         spans = exact_spans(data, installs.end(), last_end, lazy)
     else:
-        spans = quick_spans(data, installs.end(), last_end)
+        spans = quick_spans(data, installs.end(), last, last_end)
 
     def records() -> Iterator[tuple[str, Any]]:
         released = 0

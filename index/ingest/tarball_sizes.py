@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import resource
 import signal
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import orjson
 
-from cachegql.index.ingest.files import read_regular
+from cachegql.index.ingest.files import read_regular, reason
 from cachegql.index.ingest.spackdb import strip_clearsign
 from cachegql.index.records import Problem
 
@@ -35,9 +36,10 @@ PROCESS_FROM = 20_000
 
 Sizes = tuple[dict[str, int], list[Problem]]
 # What the reading process sends back: the hashes as one text, separated by "/" (which no
-# file name holds), their sizes in a typed array, the problems, its peak RSS in MB. A
-# million sizes so packed are some 40 MB to hold and pickle, against 150 MB as a dict.
-_Packed = tuple[bytes, "array[int]", list[Problem], int]
+# file name holds), their sizes in a typed array, the problems (then, apart, its peak RSS
+# in MB). A million sizes so packed are some 40 MB to hold and pickle, against 150 MB as
+# a dict.
+_Packed = tuple[bytes, "array[int]", list[Problem]]
 _KB_PER_MB = 1024
 
 
@@ -61,7 +63,7 @@ class PendingSizes:
         process = context.Process(target=_send_sizes, args=(str(self._specs), sender), daemon=True)
         try:
             process.start()
-        except (OSError, AssertionError):  # no process here (or a daemon's): read them here
+        except Exception:  # no process here, whatever the reason (a daemon's): read them here
             receiver.close()
             return
         finally:
@@ -72,8 +74,9 @@ class PendingSizes:
         """The sizes by spec hash, and a problem per manifest without one."""
         if self._receiver is not None:
             try:
-                hashes, sizes, problems, self.peak_rss_mb = self._receiver.recv()
-                names = hashes.decode(_NAMES, "surrogateescape").split("/") if hashes else []
+                hashes, sizes, problems = pickle.loads(self._receiver.recv_bytes())
+                self.peak_rss_mb = self._receiver.recv()
+                names = hashes.decode(_NAMES, "surrogateescape").split("/") if sizes else []
                 return dict(zip(names, sizes, strict=True)), problems
             except (EOFError, OSError):  # the process ended without them: read them here
                 pass
@@ -85,7 +88,11 @@ class PendingSizes:
         """Stop reading (the build stops, or the sizes are in)."""
         if self._process is not None:
             self._process.terminate()
-            self._process.join()
+            self._process.join(_STOPPING_SECONDS)
+            if self._process.exitcode is None:  # stuck in the disk: it goes all the same
+                self._process.kill()
+                self._process.join()
+            self._process.close()
         if self._receiver is not None:
             self._receiver.close()
         self._process, self._receiver = None, None
@@ -93,12 +100,15 @@ class PendingSizes:
 
 def tarball_sizes(specs: Path) -> Sizes:
     """The sizes of a folder's spec manifests, read in this process."""
-    return read_sizes(manifest_paths(specs))
+    unlisted: list[Problem] = []
+    sizes, problems = read_sizes(list(_each_manifest(specs, unlisted)))
+    return sizes, unlisted + problems
 
 
 def manifest_paths(specs: Path | str) -> list[str]:
     """The spec manifests under `specs` (`*/*.spec.manifest.json`), sorted as paths sort
-    (folder, then file name): listed by name, as Path objects took seconds at a million."""
+    (folder, then file name): listed by name, as Path objects took seconds at a million.
+    A folder that cannot be listed is passed over, as `Path.glob` does."""
     return list(_each_manifest(specs))
 
 
@@ -111,17 +121,39 @@ def _holds_at_least(specs: Path, count: int) -> bool:
     return count <= 0
 
 
-def _each_manifest(specs: Path | str) -> Iterator[str]:
-    try:
-        with os.scandir(specs) as entries:
-            folders = sorted(entry.name for entry in entries if entry.is_dir())
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for name in folders:
+def _each_manifest(specs: Path | str, unlisted: list[Problem] | None = None) -> Iterator[str]:
+    """The manifests' paths in order; a folder that cannot be listed goes into
+    `unlisted` (a problem: its binaries' sizes are unknown), the rest are still read."""
+    folders = _names(str(specs), _is_folder, unlisted)
+    for name in folders or ():
         folder = f"{specs}/{name}"
+        files = _names(folder, _is_manifest, unlisted)
+        yield from (f"{folder}/{file}" for file in files or ())
+
+
+def _names(
+    folder: str, wanted: Callable[[os.DirEntry[str]], bool], unlisted: list[Problem] | None
+) -> list[str] | None:
+    try:
         with os.scandir(folder) as entries:
-            files = sorted(entry.name for entry in entries if entry.name.endswith(MANIFEST_SUFFIX))
-        yield from (f"{folder}/{file}" for file in files)
+            return sorted(entry.name for entry in entries if wanted(entry))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if unlisted is not None:
+            unlisted.append(Problem(folder, f"{_UNLISTED} ({reason(exc)})"))
+        return None
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # a link that cannot be followed is no folder, as for Path.glob
+        return False
+
+
+def _is_manifest(entry: os.DirEntry[str]) -> bool:
+    return entry.name.endswith(MANIFEST_SUFFIX)
 
 
 def read_sizes(paths: Iterable[str]) -> Sizes:
@@ -139,23 +171,37 @@ def read_sizes(paths: Iterable[str]) -> Sizes:
 
 
 def _send_sizes(specs: str, sender: Connection) -> None:
-    """In the reading process: the sizes, packed. Ctrl-C is the build's to handle (it
-    ends this process)."""
+    """In the reading process: the sizes, packed, then its peak memory. Ctrl-C is the
+    build's to handle (it ends this process); if the build is gone (killed), stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    hashes, sizes, problems = bytearray(), array("q"), []
-    for path in _each_manifest(specs):
+    build = os.getppid()
+    hashes, sizes = bytearray(), array("q")
+    unlisted: list[Problem] = []
+    problems: list[Problem] = []
+    for count, path in enumerate(_each_manifest(specs, unlisted)):
+        if count % _CHECK_EVERY == 0 and os.getppid() != build:
+            return
         size = _tarball_size(path)
         if size is None:
             problems.append(Problem(path, _NO_SIZE))
         else:
             hashes += _hash_of(path).encode(_NAMES, "surrogateescape") + b"/"
             sizes.append(size)
-    packed: _Packed = (bytes(hashes[:-1]), sizes, problems, _peak_rss_mb())
-    sender.send(packed)
-    sender.close()
+    packed: _Packed = (bytes(hashes[:-1]), sizes, unlisted + problems)
+    payload = pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        sender.send_bytes(payload)
+        sender.send(_peak_rss_mb())  # after the pickling, the largest it grows
+    except OSError:  # the build stopped listening
+        return
+    finally:
+        sender.close()
 
 
 _NO_SIZE = "spec manifest without a tarball size; ignored"
+_UNLISTED = "folder of spec manifests cannot be listed; the sizes of its binaries are unknown"
+_CHECK_EVERY = 1024  # manifests read between two looks at whether the build is still there
+_STOPPING_SECONDS = 5.0
 _NAMES = "utf-8"  # file names as os.scandir gives them, undecodable bytes and all
 
 
