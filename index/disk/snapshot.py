@@ -304,10 +304,12 @@ class Snapshot:
 
     def specs(self, wanted: Rows | list[int]) -> list[SpecRecord]:
         """The records of these rows, in the given order; one vectorised read per column."""
-        rows = np.asarray(wanted, dtype=np.int64)
-        if not len(rows):
+        if not len(wanted):
             return []
         self.spec_reads += 1
+        if len(wanted) == 1:  # a hash lookup: a dozen array reads cost more than the answer
+            return [self._spec(int(wanted[0]))]
+        rows = np.asarray(wanted, dtype=np.int64)
         hashes = self.hash_sorted[self.hash_rank[rows]].tolist()
         attributes = [
             (name, self.columns[name].values, self.columns[name].codes[rows].tolist())
@@ -337,6 +339,30 @@ class Snapshot:
             )
             for i in range(len(rows))
         ]
+
+    def _spec(self, row: int) -> SpecRecord:
+        """`specs([row])`, each column read with `item`, without numpy's fancy indexing."""
+        members, sets = self._set_member_lists, self.sets
+        versions, variants, stacks = (
+            members[name][sets[name].codes.item(row)] for name in ("versions", "variants", "stacks")
+        )
+        size = self.sizes.item(row)
+        start, end = self._tarball_offsets.item(row), self._tarball_offsets.item(row + 1)
+        return SpecRecord(
+            hash=bytes(self.hash_sorted[self.hash_rank.item(row)]).decode(),
+            tag=self.tag,
+            versions=tuple(sets["versions"].values[v] for v in versions),
+            compiler=self.compilers[self.compiler_codes.item(row)],
+            variants=tuple(self.variants[v] for v in variants),
+            stacks=tuple(sets["stacks"].values[s] for s in stacks),
+            size=None if size < 0 else size,
+            tarball=self._tarballs.read(start, end).tobytes().decode() if end > start else None,
+            flags=self.flags[self.flag_codes.item(row)],
+            **{
+                name: self.columns[name].values[self.columns[name].codes.item(row)]
+                for name in _ATTRIBUTE_FIELDS
+            },
+        )
 
     def _tarball_names(self, rows: npt.NDArray[np.int64]) -> list[str | None]:
         """The tarball name of each row: one read of the span the rows cover when it is
