@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import signal
+import threading
 from pathlib import Path
 
 import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import BuildReport
-from cachegql.index.ingest.tarball_sizes import PendingSizes, tarball_sizes
+from cachegql.index.ingest.tarball_sizes import PendingSizes, _send_sizes, tarball_sizes
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +133,26 @@ def test_the_closing_line_tells_the_readers_memory_beside_the_builds(tmp_path: P
     assert f"peak RSS 0 MB -> {tmp_path}" in report.summary()
     report.peak_rss_mb, report.helper_rss_mb = 1980, 160
     assert "peak RSS 1980 MB (and 160 MB in a manifest reader) -> " in report.summary()
+
+
+def test_what_the_reader_sends_unpacks_to_what_this_process_reads(specs: Path) -> None:
+    """The reading process's own function, run here (a thread takes what it sends)."""
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    received: list[object] = []
+
+    def take() -> None:
+        received.extend((receiver.recv_bytes(), receiver.recv()))
+
+    taker = threading.Thread(target=take)
+    taker.start()
+    interrupt = signal.getsignal(signal.SIGINT)
+    try:
+        _send_sizes(str(specs), sender)
+    finally:
+        signal.signal(signal.SIGINT, interrupt)
+    taker.join(10)
+    payload, peak = received
+    hashes, sizes, problems = pickle.loads(payload)  # type: ignore[arg-type]
+    names = hashes.decode().split("/")
+    assert (dict(zip(names, sizes, strict=True)), problems) == tarball_sizes(specs)
+    assert isinstance(peak, int) and peak > 0
