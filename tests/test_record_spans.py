@@ -201,3 +201,27 @@ def test_a_broken_record_is_still_named_after_the_quick_scan_gives_up() -> None:
     data = _compact(_document(_installs())).replace(b'"ref_count":1', b'"ref_count":1,,', 1)
     with pytest.raises(ValueError, match=f"not valid JSON .* in record {HASHES[0]}"):
         read_database(data, "index.json")
+
+
+def _nth(data: bytes, text: bytes, n: int) -> int:
+    at = -1
+    for _ in range(n):
+        at = data.index(text, at + 1)
+    return at
+
+
+def test_keys_spelled_with_escapes_are_read_too() -> None:
+    """A record whose keys are written `"\\u0073pec"`: the same keys to a JSON reader."""
+    installs = _installs()
+    data = _compact(_document(installs))
+    escapes = ((b'"spec"', rb'"\u0073pec"'), (b'"in_buildcache"', rb'"in_build\u0063ache"'))
+    for key, escaped in escapes:
+        at = _nth(data, key, 3)
+        data = data[:at] + escaped + data[at + len(key) :]
+    assert orjson.loads(data) == _document(installs)
+    begin, last, end = _span_of_installs(data)
+
+    with pytest.raises(SlicingError):
+        list(quick_spans(data, begin, last, end))
+    assert set(read_database(data, "index.json").nodes) == set(installs)
+    assert binary_hashes(data, "index.json") == _expected(installs)[1]

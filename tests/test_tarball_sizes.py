@@ -14,12 +14,15 @@ import pickle
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import BuildReport
 from cachegql.index.ingest.tarball_sizes import PendingSizes, _send_sizes, tarball_sizes
+
+UNLISTED = "folder of spec manifests cannot be listed; the sizes of its binaries are unknown"
 
 
 @pytest.fixture(scope="module")
@@ -135,24 +138,53 @@ def test_the_closing_line_tells_the_readers_memory_beside_the_builds(tmp_path: P
     assert "peak RSS 1980 MB (and 160 MB in a manifest reader) -> " in report.summary()
 
 
-def test_what_the_reader_sends_unpacks_to_what_this_process_reads(specs: Path) -> None:
-    """The reading process's own function, run here (a thread takes what it sends)."""
+def test_a_folder_that_cannot_be_listed_even_by_root(
+    tmp_path: Path, specs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root lists any folder: a refusal is made here (os.scandir raising, as it does for
+    others), for the two ways of reading that run in this process."""
+    root = tmp_path / "specs"
+    content = next(specs.glob("*/*.spec.manifest.json")).read_bytes()
+    for name in ("open", "shut"):
+        (root / name).mkdir(parents=True)
+        (root / name / f"{name}-1.0-h{name}.spec.manifest.json").write_bytes(content)
+    scandir = os.scandir
+
+    def refusing(path: str) -> Any:
+        if path.endswith("/shut"):
+            raise PermissionError(13, "Permission denied", path)
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    sizes, problems = tarball_sizes(root)
+    assert list(sizes) == ["hopen"]
+    assert [(p.path, p.message) for p in problems] == [
+        (f"{root}/shut", f"{UNLISTED} (Permission denied)")
+    ]
+    assert _sent(root) == (sizes, problems)
+
+
+def _sent(specs: Path) -> tuple[dict[str, int], list[Any]]:
+    """What the reading process's own function sends, run here (a thread takes it)."""
     receiver, sender = multiprocessing.Pipe(duplex=False)
-    received: list[object] = []
+    received: list[Any] = []
 
     def take() -> None:
         received.extend((receiver.recv_bytes(), receiver.recv()))
 
-    taker = threading.Thread(target=take)
+    taker = threading.Thread(target=take, daemon=True)
     taker.start()
     interrupt = signal.getsignal(signal.SIGINT)
-    try:
-        _send_sizes(str(specs), sender)
+    try:  # as from a build that is this process's parent
+        _send_sizes(str(specs), sender, os.getppid())
     finally:
         signal.signal(signal.SIGINT, interrupt)
     taker.join(10)
     payload, peak = received
-    hashes, sizes, problems = pickle.loads(payload)  # type: ignore[arg-type]
-    names = hashes.decode().split("/")
-    assert (dict(zip(names, sizes, strict=True)), problems) == tarball_sizes(specs)
+    hashes, sizes, problems = pickle.loads(payload)
     assert isinstance(peak, int) and peak > 0
+    return dict(zip(hashes.decode().split("/") if sizes else [], sizes, strict=True)), problems
+
+
+def test_what_the_reader_sends_unpacks_to_what_this_process_reads(specs: Path) -> None:
+    assert _sent(specs) == tarball_sizes(specs)

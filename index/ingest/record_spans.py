@@ -54,10 +54,13 @@ def quick_spans(data: Blob, begin: int, last: re.Match[bytes], last_end: int) ->
 
     Raises `SlicingError` unless the records tile the installs exactly: the first starts
     at `begin`, every `"spec"` key is a record's first key, the last is `last`, and each
-    record holds exactly one flag. Then no record can hide inside another's bytes: it
-    would bring a `"spec"` key or a flag of its own (one with neither is no binary either
-    way, and its record's bytes do not parse).
+    record holds exactly one flag; and unless no `\\u` escape is there, as a key spelled
+    with escapes (`"\\u0073pec"`) would not be seen. Then no record can hide inside
+    another's bytes: it would bring a `"spec"` key or a flag of its own (one with neither
+    is no binary either way, and its record's bytes do not parse).
     """
+    if data.find(b"\\u", begin, last_end) >= 0:  # a key may be spelled with escapes
+        raise SlicingError("the installs hold \\u escapes")
     flags = _FLAG.finditer(data, begin, last_end)
     specs = _SPEC_KEY.finditer(data, begin, last_end)
     starts = (_record_key(data, begin, spec.start()) for spec in specs)

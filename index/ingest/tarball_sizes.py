@@ -10,6 +10,7 @@ read in this process when asked for.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -60,7 +61,9 @@ class PendingSizes:
         receiver, sender = context.Pipe(duplex=False)
         # A daemon: it ends with the build, whichever way the build ends. It lists the
         # folder again rather than be sent a million paths (and hold them).
-        process = context.Process(target=_send_sizes, args=(str(self._specs), sender), daemon=True)
+        process = context.Process(
+            target=_send_sizes, args=(str(self._specs), sender, os.getpid()), daemon=True
+        )
         try:
             process.start()
         except Exception:  # no process here, whatever the reason (a daemon's): read them here
@@ -75,8 +78,9 @@ class PendingSizes:
         if self._receiver is not None:
             try:
                 hashes, sizes, problems = pickle.loads(self._receiver.recv_bytes())
-                self.peak_rss_mb = self._receiver.recv()
                 names = hashes.decode(_NAMES, "surrogateescape").split("/") if sizes else []
+                with contextlib.suppress(EOFError, OSError):  # the sizes are in all the same
+                    self.peak_rss_mb = self._receiver.recv()
                 return dict(zip(names, sizes, strict=True)), problems
             except (EOFError, OSError):  # the process ended without them: read them here
                 pass
@@ -89,7 +93,7 @@ class PendingSizes:
         if self._process is not None:
             self._process.terminate()
             self._process.join(_STOPPING_SECONDS)
-            if self._process.exitcode is None:  # stuck in the disk: it goes all the same
+            if self._process.exitcode is None:  # has not ended: no more waiting on it
                 self._process.kill()
                 self._process.join()
             self._process.close()
@@ -170,11 +174,11 @@ def read_sizes(paths: Iterable[str]) -> Sizes:
     return sizes, problems
 
 
-def _send_sizes(specs: str, sender: Connection) -> None:
+def _send_sizes(specs: str, sender: Connection, build: int) -> None:
     """In the reading process: the sizes, packed, then its peak memory. Ctrl-C is the
-    build's to handle (it ends this process); if the build is gone (killed), stop."""
+    build's to handle (it ends this process); if the build (`build`, its pid) is gone,
+    killed, stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    build = os.getppid()
     hashes, sizes = bytearray(), array("q")
     unlisted: list[Problem] = []
     problems: list[Problem] = []
