@@ -59,7 +59,9 @@ def quick_spans(data: Blob, begin: int, last: re.Match[bytes], last_end: int) ->
     another's bytes: it would bring a `"spec"` key or a flag of its own (one with neither
     is no binary either way, and its record's bytes do not parse).
     """
-    if data.find(b"\\u", begin, last_end) >= 0:  # a key may be spelled with escapes
+    # A key may be spelled with escapes. A backslash is looked for first: one byte is
+    # found at memory speed, where the two bytes of `\\u` take 20 times as long.
+    if data.find(b"\\", begin, last_end) >= 0 and data.find(b"\\u", begin, last_end) >= 0:
         raise SlicingError("the installs hold \\u escapes")
     flags = _FLAG.finditer(data, begin, last_end)
     specs = _SPEC_KEY.finditer(data, begin, last_end)
