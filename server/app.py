@@ -97,6 +97,7 @@ def create_app(settings: Settings) -> Starlette:
             finally:
                 ready["serving"] = False  # shutting down: no new traffic, please
                 tasks.cancel_scope.cancel()
+                metrics.tally.flush()
 
     middleware = [
         Middleware(

@@ -38,7 +38,8 @@ with `multiprocess_folder`), counters and histograms are kept in files there by
 prometheus_client's multiprocess mode, and a scrape answered by any worker sums all of
 them. The index gauges are computed at scrape time from the answering worker's index:
 every worker serves the same published index and picks up a new build within the reload
-interval. A process holds one `Metrics` then (two would write the same series). Without
+interval. A process holds one `Metrics` then (two would write the same series). Requests
+are counted in batches (`Tally`): a scrape sees the other workers' up to a second late. Without
 the variable, each `Metrics` has a registry of its own (tests create many apps in one
 process), and counters also show their `_created` time.
 """
@@ -67,6 +68,7 @@ from starlette.types import Scope
 from cachegql.schema import EXECUTIONS
 from cachegql.server.holder import IndexHolder
 from cachegql.server.request_info import request_info
+from cachegql.server.tally import Tally
 
 __all__ = ["MULTIPROC_ENV", "Metrics", "multiprocess_folder"]
 
@@ -162,6 +164,7 @@ class Metrics:
             registry=own,
         )
         # Children by label values (labels() validates each time; this is a dict lookup).
+        self.tally = Tally(BUCKETS)
         self._request_children: dict[tuple[str, str, str, str], Counter] = {}
         self._duration_children: dict[tuple[str, str], Histogram] = {}
         self._error_children: dict[tuple[str, str], Counter] = {}
@@ -180,6 +183,7 @@ class Metrics:
 
     async def endpoint(self, request: Request) -> Response:
         """GET /metrics: everything, in the format the scraper accepts (Prometheus text)."""
+        self.tally.flush()
         encode, content_type = choose_encoder(request.headers.get("accept", ""))
         return Response(encode(self.registry), headers={"Content-Type": content_type})
 
@@ -195,23 +199,26 @@ class Metrics:
         requests = self._request_children.get(key)
         if requests is None:
             requests = self._request_children[key] = self._requests.labels(*key)
-        requests.inc()
+        tally = self.tally
+        tally.count(requests)
         timing = self._duration_children.get(key[:2])
         if timing is None:
             timing = self._duration_children[key[:2]] = self._duration.labels(path, operation)
-        timing.observe(seconds)
+        tally.observe(timing, seconds)
         for code in info.codes:
             pair = (operation, self._code(code))
             errors = self._error_children.get(pair)
             if errors is None:
                 errors = self._error_children[pair] = self._errors.labels(*pair)
-            errors.inc()
+            tally.count(errors)
         if info.cache is not None:
-            (self._cache_children.get(info.cache) or self._cache.labels(OTHER)).inc()
+            tally.count(self._cache_children.get(info.cache) or self._cache.labels(OTHER))
         if info.persisted is not None:
-            (self._persisted_children.get(info.persisted) or self._persisted.labels(OTHER)).inc()
+            persisted = self._persisted_children.get(info.persisted)
+            tally.count(persisted or self._persisted.labels(OTHER))
         if info.execution is not None:
-            self._execution_children[info.execution].inc()
+            tally.count(self._execution_children[info.execution])
+        tally.flush_later()
 
     def _operation(self, name: str | None) -> str:
         if not name:

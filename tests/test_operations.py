@@ -43,6 +43,7 @@ from cachegql.server.metrics import (
     multiprocess_folder,
 )
 from cachegql.server.request_info import request_info
+from cachegql.server.tally import FLUSH_SECONDS
 from tests.conftest import CLI, PAGES, LiveServer
 
 LOOSE = PAGES / "loose" / "zlib-develop.txt"
@@ -465,6 +466,8 @@ def test_two_workers_report_the_sum(pages_ix: Path, tmp_path: Path) -> None:
             # Each worker's response cache counts what that worker answered.
             totals = {_cached(url) for _ in range(8)}
         assert len({f.name.split("_")[-1] for f in folders[0].glob("counter_*.db")}) == 2
+        # A worker adds its counts to the shared files within FLUSH_SECONDS (server/tally.py).
+        time.sleep(FLUSH_SECONDS + 0.5)
         for _ in range(4):  # fresh connections: either worker may answer
             samples = _scrape_at(url)
             requests = "cachegql_requests_total"
