@@ -28,6 +28,7 @@ from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.publish import PublishError, received
 from cachegql.index.disk.snapshot import DependencyData, PackageData, Snapshot
 from cachegql.index.disk.store import IndexLoadError, IndexStore, UnknownTagError
+from cachegql.index.disk.verify import IndexChangedError
 from cachegql.index.errors import CriteriaError, shorten
 from cachegql.index.fields import BUCKET_FIELDS, FACETS, SPEC_FIELDS, SpecField
 from cachegql.index.ingest import (
@@ -120,6 +121,7 @@ __all__ = [
     "DependencyData",
     "Difference",
     "Facets",
+    "IndexChangedError",
     "IndexLoadError",
     "IndexStore",
     "Inflater",

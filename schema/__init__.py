@@ -8,7 +8,12 @@ from cachegql.schema.app import CachegqlSchema, Runner, build_schema, export_sdl
 from cachegql.schema.context import Context
 from cachegql.schema.direct import EXECUTIONS, Answer
 from cachegql.schema.direct import STATS as COMPILED_STATS
-from cachegql.schema.errors import INTERNAL_MESSAGE, INTERNAL_SERVER_ERROR, QUERY_TOO_COMPLEX
+from cachegql.schema.errors import (
+    CHANGED_MESSAGE,
+    INTERNAL_MESSAGE,
+    INTERNAL_SERVER_ERROR,
+    QUERY_TOO_COMPLEX,
+)
 from cachegql.schema.execution import FastExecutionContext
 from cachegql.schema.limits import CONNECTION_FIELDS, DEFAULT_MAX_COST
 from cachegql.schema.pagination import DEFAULT_FIRST, DEFAULT_MAX_FIRST
@@ -20,6 +25,7 @@ __all__ = [
     "DEFAULT_MAX_COST",
     "DEFAULT_MAX_FIRST",
     "EXECUTIONS",
+    "CHANGED_MESSAGE",
     "INTERNAL_MESSAGE",
     "INTERNAL_SERVER_ERROR",
     "QUERY_TOO_COMPLEX",

@@ -6,11 +6,12 @@ import logging
 
 from graphql import GraphQLError
 
-from cachegql.index import AmbiguousHashError, CriteriaError, OverBudgetError
+from cachegql.index import AmbiguousHashError, CriteriaError, IndexChangedError, OverBudgetError
 
 __all__ = [
     "AMBIGUOUS_HASH_PREFIX",
     "BAD_USER_INPUT",
+    "CHANGED_MESSAGE",
     "INTERNAL_MESSAGE",
     "INTERNAL_SERVER_ERROR",
     "QUERY_TOO_COMPLEX",
@@ -23,6 +24,10 @@ AMBIGUOUS_HASH_PREFIX = "AMBIGUOUS_HASH_PREFIX"
 QUERY_TOO_COMPLEX = "QUERY_TOO_COMPLEX"
 INTERNAL_SERVER_ERROR = "INTERNAL_SERVER_ERROR"
 INTERNAL_MESSAGE = "Internal server error; the server log has the details."
+CHANGED_MESSAGE = (
+    "A file of the index build being served changed on disk since it was verified; "
+    "what reads it cannot be answered until a new build is published."
+)
 TOO_MANY_TOKENS = "Document contains more than"
 """What graphql-core's parser says of a document over its token limit."""
 
@@ -53,6 +58,13 @@ def classify(error: GraphQLError) -> None:
         # Parse, validation and variable errors come before any resolver runs:
         # the request itself is wrong.
         extensions["code"] = BAD_USER_INPUT
+    elif isinstance(original, IndexChangedError):
+        # Known and already explained: the server's look logs the file's change once;
+        # each answer it spoils gets a line without a traceback.
+        logger.error("internal error at %s: %s", error.path, original)
+        error.message = CHANGED_MESSAGE
+        error.original_error = None
+        extensions["code"] = INTERNAL_SERVER_ERROR
     else:
         logger.error("internal error at %s", error.path, exc_info=original)
         error.message = INTERNAL_MESSAGE

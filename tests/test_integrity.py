@@ -28,6 +28,7 @@ from cachegql.index import IndexLoadError, IndexStore, build_index
 from cachegql.index.disk.columns import FileArray
 from cachegql.index.disk.layout import CHECKSUM, FORMAT_VERSION, file_checksum
 from cachegql.index.disk.verify import IndexChangedError
+from cachegql.schema import CHANGED_MESSAGE
 from cachegql.server.app import Settings, create_app
 from tests.conftest import CLI, PAGES, LiveServer
 
@@ -550,6 +551,11 @@ def test_truncating_every_file_of_the_served_build_does_not_kill_the_server(
     # failed query's own log line also says "cut short", so wait for the looks' lines.
     looked = [_looked("tarball.blob", "read it fail"), _looked("codes.npy", "copy in memory")]
     _wait_for(lambda: all(line.search(log.read_text()) for line in looked))
+    # Each failed answer says why, and logs a line without a traceback.
+    assert {e["message"] for e in after[0]["errors"]} == {CHANGED_MESSAGE}
+    text = log.read_text()
+    assert re.search(r"internal error at \['specs'.*tarball\.blob was cut short", text)
+    assert "Traceback" not in text
 
 
 def test_served_files_rewritten_in_place_fail_rather_than_answer_wrong(

@@ -29,7 +29,7 @@ def _pair() -> tuple[CollectorRegistry, Counter, Histogram]:
     return registry, counter, histogram
 
 
-def _exposed(registry: CollectorRegistry) -> list[str | float]:
+def _exposed(registry: CollectorRegistry) -> list[object]:
     """The exposition without the `_created` times, which differ between two registries;
     sums as numbers (added in another order, they differ in their last bits)."""
     text = generate_latest(registry).decode()
