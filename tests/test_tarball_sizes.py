@@ -181,7 +181,8 @@ def _sent(specs: Path) -> tuple[dict[str, int], list[Any]]:
         signal.signal(signal.SIGINT, interrupt)
     taker.join(10)
     payload, peak = received
-    hashes, sizes, problems = pickle.loads(payload)
+    hashes, sizes, problems, views = pickle.loads(payload)
+    assert views == []  # none given
     assert isinstance(peak, int) and peak > 0
     return dict(zip(hashes.decode().split("/") if sizes else [], sizes, strict=True)), problems
 

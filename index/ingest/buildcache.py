@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,19 +26,18 @@ from typing import Any
 import orjson
 
 from cachegql.index.ingest.files import Blob, read_regular, reason
-from cachegql.index.ingest.inflate import gunzip
 from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.spackdb import (
     SUPPORTED_DB_VERSIONS,
     Database,
     SourceFormatError,
-    binary_hashes,
     read_database,
     read_spec_file,
     strip_clearsign,
 )
 from cachegql.index.ingest.tarball_sizes import PendingSizes
+from cachegql.index.ingest.view_binaries import ViewBlob, ViewOutcome, read_blob, view_outcome
 from cachegql.index.records import Problem
 
 __all__ = [
@@ -60,7 +60,6 @@ MANIFEST = "index.manifest.json"
 V3_SPECS = ("v3", "manifests", "spec")
 _DB_MEDIA_TYPE = re.compile(r"^application/vnd\.spack\.db\.v(\d+)\+json$")
 SPEC_FILE_SUFFIXES = (".spec.json", ".spec.json.sig", ".spec.yaml")
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass
@@ -69,7 +68,7 @@ class CacheData:
 
     source: str
     database: Database
-    stacks: dict[str, set[str]] = field(default_factory=dict)
+    stacks: dict[str, AbstractSet[str]] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     # Where its binaries live and in which layout (index/binary_urls.py), if known.
@@ -130,38 +129,76 @@ def read_mirror(location: Location, opener: Opener, label: str) -> CacheData:
 
 def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
     index = root.join(*V3_INDEX)
+    blob, checksum = _manifest_blob(index.join(MANIFEST), root, opener)
     # Views and spec manifests are found by listing folders: local mirrors only. The
-    # manifests' sizes are read while the index is parsed (tarball_sizes.py).
-    sizes = None if root.is_url else PendingSizes(root.join(*V3_SPECS).path)
+    # manifests' sizes and the views' binaries are read while the index is parsed
+    # (tarball_sizes.py, view_binaries.py).
+    views = [] if root.is_url else _view_blobs(root, opener)
+    readable = [view for view in views if isinstance(view, ViewBlob)]
+    sizes = (
+        None
+        if root.is_url
+        else PendingSizes(root.join(*V3_SPECS).path, views=readable, limits=opener.limits)
+    )
     try:
-        database = _manifest_database(index.join(MANIFEST), root, opener)
+        database = _database(read_blob(blob, checksum, opener), str(index.join(MANIFEST)))
         data = CacheData(
             str(root), database, {label: binaries(database)}, base=str(root), layout="v3"
         )
-        for view in [] if root.is_url else view_names(root):
-            try:
-                blob = _manifest_blob(index.join(view, MANIFEST), root, opener)
-                data.stacks[view] = binary_hashes(blob, str(index.join(view)))
-            except (ReadError, SourceFormatError) as exc:
-                data.problems.append(Problem(str(index.join(view)), f"view skipped: {exc}"))
+        if sizes is not None:
+            data.sizes, problems = sizes.result()
+            data.helper_rss_mb = sizes.peak_rss_mb
+        outcomes = _view_outcomes(readable, sizes, opener)
+        for view in views:
+            if isinstance(view, Problem):
+                data.problems.append(view)
+                continue
+            outcome = next(outcomes)
+            if outcome.problem is not None:
+                data.problems.append(Problem(view.source, f"view skipped: {outcome.problem}"))
+            else:
+                data.stacks[view.name] = outcome.hashes
     except BaseException:
         if sizes is not None:
             sizes.cancel()
         raise
     if sizes is not None:
-        data.sizes, problems = sizes.result()
         data.problems.extend(problems)
-        data.helper_rss_mb = sizes.peak_rss_mb
     return data
 
 
-def _manifest_database(manifest: Location, root: Location, opener: Opener) -> Database:
-    """The newest supported database a manifest lists, its blob's checksum verified."""
-    return _database(_manifest_blob(manifest, root, opener), str(manifest))
+def _view_blobs(root: Location, opener: Opener) -> list[ViewBlob | Problem]:
+    """The blob each view's manifest names, or why the view is skipped, in view order."""
+    views: list[ViewBlob | Problem] = []
+    for name in view_names(root):
+        folder = root.join(*V3_INDEX, name)
+        try:
+            blob, checksum = _manifest_blob(folder.join(MANIFEST), root, opener)
+        except (ReadError, SourceFormatError) as exc:
+            views.append(Problem(str(folder), f"view skipped: {exc}"))
+        else:
+            views.append(ViewBlob(name, str(folder), blob, checksum))
+    return views
 
 
-def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> Blob:
-    """The bytes of the newest supported database a manifest lists, checksum verified."""
+def _view_outcomes(
+    views: list[ViewBlob], sizes: PendingSizes | None, opener: Opener
+) -> Iterator[ViewOutcome]:
+    """Each view's outcome, in order: as the reading process sent it (its blob read
+    there is noted in `opener`), else read here."""
+    if sizes is None or sizes.view_outcomes is None:
+        yield from (view_outcome(view, opener) for view in views)
+        return
+    for view, outcome in zip(views, sizes.view_outcomes, strict=True):
+        if outcome.read_failed:
+            opener.read_elsewhere(view.blob, failure=outcome.problem)
+        else:
+            opener.read_elsewhere(view.blob, sha256=view.checksum)
+        yield outcome
+
+
+def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> tuple[Location, str]:
+    """The blob of the newest supported database a manifest lists, and its checksum."""
     document = _json(strip_clearsign(opener.read(manifest)), str(manifest))
     records = document.get("data") if isinstance(document, dict) else None
     if not isinstance(records, list):
@@ -186,11 +223,7 @@ def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> Blob:
         raise SourceFormatError(
             f"{manifest}: blob checksum {algorithm}:{checksum} is not a sha256 checksum"
         )
-    blob = root.join("blobs", algorithm, checksum[:2], checksum)
-    data = opener.read_verified(blob, checksum)
-    if data[:2] == _GZIP_MAGIC:
-        return gunzip(data if isinstance(data, bytes) else bytes(data), str(blob), opener.limits)
-    return data
+    return root.join("blobs", algorithm, checksum[:2], checksum), checksum
 
 
 def _read_v2(root: Location, opener: Opener, label: str) -> CacheData:

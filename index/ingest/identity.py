@@ -104,6 +104,14 @@ class RecordingOpener(Opener):
         self.digests[location.text] = sha256.lower()
         return data
 
+    def read_elsewhere(
+        self, location: Location, sha256: str | None = None, failure: str | None = None
+    ) -> None:
+        if failure is not None:
+            self.failures[location.text] = failure
+        elif sha256 is not None:
+            self.digests[location.text] = sha256.lower()
+
     def digest(self, location: Location) -> str:
         """The sha256 of the body at `location`, as read already if it was; ReadError
         again, without a second request, if reading it failed."""

@@ -179,6 +179,12 @@ class Opener:
         finally:
             _SOURCE_DEADLINE.reset(token)
 
+    def read_elsewhere(
+        self, location: Location, sha256: str | None = None, failure: str | None = None
+    ) -> None:
+        """A blob read for this opener in another process (see tarball_sizes.py): its
+        verified sha256, or why reading it failed. Only a recording opener keeps it."""
+
     def read(self, location: Location) -> bytes:
         if location.is_url:
             return self._reader(location).read(location.text, _SOURCE_DEADLINE.get())

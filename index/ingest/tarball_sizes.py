@@ -1,11 +1,13 @@
-"""Tarball sizes from a v3 mirror's spec manifests, read beside the index's parsing.
+"""Tarball sizes from a v3 mirror's spec manifests (and its views' binaries), read beside
+the index's parsing.
 
 A v3 mirror has one small spec manifest per binary (a million at 1M specs), each read for
 its tarball's size: a few system calls and little Python each, and at that size much of
 it waiting on the disk. With many of them, a process of its own reads them while the
 ingest parses the index (the other core; threads only handed the GIL over, see
 docs/benchmarks/ingest-speed.md); with few, or where no process can be started, they are
-read in this process when asked for.
+read in this process when asked for. That process also reads the views' blobs
+(view_binaries.py): it has the other core to itself once the manifests are read.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pickle
 import resource
 import signal
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -25,7 +27,10 @@ from pathlib import Path
 import orjson
 
 from cachegql.index.ingest.files import read_regular, reason
+from cachegql.index.ingest.limits import SourceLimits
+from cachegql.index.ingest.locations import Opener
 from cachegql.index.ingest.spackdb import strip_clearsign
+from cachegql.index.ingest.view_binaries import ViewBlob, ViewOutcome, view_outcome
 from cachegql.index.records import Problem
 
 __all__ = ["PROCESS_FROM", "PendingSizes", "manifest_paths", "read_sizes", "tarball_sizes"]
@@ -39,21 +44,35 @@ Sizes = tuple[dict[str, int], list[Problem]]
 # What the reading process sends back: the hashes as one text, separated by "/" (which no
 # file name holds), their sizes in a typed array, the problems (then, apart, its peak RSS
 # in MB). A million sizes so packed are some 40 MB to hold and pickle, against 150 MB as
-# a dict.
-_Packed = tuple[bytes, "array[int]", list[Problem]]
+# a dict. Then the outcome of each view it was given.
+_Packed = tuple[bytes, "array[int]", list[Problem], list[ViewOutcome]]
 _KB_PER_MB = 1024
 
 
 class PendingSizes:
-    """The sizes of a folder's spec manifests, being read; `result()` waits for them."""
+    """The sizes of a folder's spec manifests, being read; `result()` waits for them.
 
-    def __init__(self, specs: Path, process_from: int = PROCESS_FROM) -> None:
+    When a process reads them, it also reads the `views` it is given, within `limits`:
+    their outcomes are in `view_outcomes` once the sizes are in (else it stays None, and
+    the views are the build's to read).
+    """
+
+    def __init__(
+        self,
+        specs: Path,
+        process_from: int | None = None,
+        views: Sequence[ViewBlob] = (),
+        limits: SourceLimits | None = None,
+    ) -> None:
         self._specs = specs
+        self._views = list(views)
+        self._limits = limits or SourceLimits()
         self._process: BaseProcess | None = None
         self._receiver: Connection | None = None
         self.peak_rss_mb = 0
         """The reading process's own peak memory, once its sizes are in (0: none ran)."""
-        if _holds_at_least(specs, process_from):
+        self.view_outcomes: list[ViewOutcome] | None = None
+        if _holds_at_least(specs, PROCESS_FROM if process_from is None else process_from):
             self._start()
 
     def _start(self) -> None:
@@ -62,7 +81,9 @@ class PendingSizes:
         # A daemon: it ends with the build, whichever way the build ends. It lists the
         # folder again rather than be sent a million paths (and hold them).
         process = context.Process(
-            target=_send_sizes, args=(str(self._specs), sender, os.getpid()), daemon=True
+            target=_send_sizes,
+            args=(str(self._specs), sender, os.getpid(), self._views, self._limits),
+            daemon=True,
         )
         try:
             process.start()
@@ -77,10 +98,11 @@ class PendingSizes:
         """The sizes by spec hash, and a problem per manifest without one."""
         if self._receiver is not None:
             try:
-                hashes, sizes, problems = pickle.loads(self._receiver.recv_bytes())
+                hashes, sizes, problems, outcomes = pickle.loads(self._receiver.recv_bytes())
                 names = hashes.decode(_NAMES, "surrogateescape").split("/") if sizes else []
                 with contextlib.suppress(EOFError, OSError):  # the sizes are in all the same
                     self.peak_rss_mb = self._receiver.recv()
+                self.view_outcomes = outcomes
                 return dict(zip(names, sizes, strict=True)), problems
             except (EOFError, OSError):  # the process ended without them: read them here
                 pass
@@ -174,10 +196,16 @@ def read_sizes(paths: Iterable[str]) -> Sizes:
     return sizes, problems
 
 
-def _send_sizes(specs: str, sender: Connection, build: int) -> None:
-    """In the reading process: the sizes, packed, then its peak memory. Ctrl-C is the
-    build's to handle (it ends this process); if the build (`build`, its pid) is gone,
-    killed, stop."""
+def _send_sizes(
+    specs: str,
+    sender: Connection,
+    build: int,
+    views: Sequence[ViewBlob] = (),
+    limits: SourceLimits | None = None,
+) -> None:
+    """In the reading process: the sizes, packed, and the views' outcomes, then its peak
+    memory. Ctrl-C is the build's to handle (it ends this process); if the build
+    (`build`, its pid) is gone, killed, stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     hashes, sizes = bytearray(), array("q")
     unlisted: list[Problem] = []
@@ -191,7 +219,13 @@ def _send_sizes(specs: str, sender: Connection, build: int) -> None:
         else:
             hashes += _hash_of(path).encode(_NAMES, "surrogateescape") + b"/"
             sizes.append(size)
-    packed: _Packed = (bytes(hashes[:-1]), sizes, unlisted + problems)
+    opener = Opener(limits=limits)
+    outcomes = []
+    for view in views:
+        if os.getppid() != build:
+            return
+        outcomes.append(view_outcome(view, opener))
+    packed: _Packed = (bytes(hashes[:-1]), sizes, unlisted + problems, outcomes)
     payload = pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
     try:
         sender.send_bytes(payload)
@@ -225,7 +259,7 @@ def _hash_of(path: str) -> str:
 
 def _tarball_size(path: str) -> int | None:
     try:
-        document = orjson.loads(strip_clearsign(read_regular(Path(path))))
+        document = orjson.loads(strip_clearsign(read_regular(path)))
         size = next(
             r["contentLength"]
             for r in document["data"]

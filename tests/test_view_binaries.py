@@ -1,0 +1,104 @@
+"""A v3 mirror's views read by the spec-manifest reader's process give what reading them
+in the build gives: the same stacks, sizes and problems in the same order, and the same
+reads known to a recording opener (a view whose blob failed to read leaves its tag
+without a fingerprint either way)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachegql.demo import MirrorConfig, write_mirror
+from cachegql.index.ingest import tarball_sizes
+from cachegql.index.ingest.buildcache import V3_INDEX, read_mirror
+from cachegql.index.ingest.identity import RecordingOpener
+from cachegql.index.ingest.locations import Location, Opener
+
+
+def _views(mirror: Path) -> list[Path]:
+    return sorted(p for p in mirror.joinpath(*V3_INDEX).iterdir() if p.is_dir())
+
+
+def _blob(mirror: Path, view: Path) -> Path:
+    checksum: str = json.loads((view / "index.manifest.json").read_text())["data"][0]["checksum"]
+    return mirror / "blobs" / "sha256" / checksum[:2] / checksum
+
+
+def _name_blob(mirror: Path, view: Path, data: bytes) -> None:
+    """Give `view` a new blob holding `data`, named and listed by its checksum."""
+    checksum = hashlib.sha256(data).hexdigest()
+    blob = mirror / "blobs" / "sha256" / checksum[:2] / checksum
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    blob.write_bytes(data)
+    manifest = json.loads((view / "index.manifest.json").read_text())
+    manifest["data"][0]["checksum"] = checksum
+    (view / "index.manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("views")
+    summary = write_mirror(MirrorConfig(specs=200, packages=30, stacks=6, seed=3), root)
+    return summary.mirror
+
+
+@pytest.fixture(scope="module")
+def damaged(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mirror with one view of each kind of damage, the others intact."""
+    copy = tmp_path_factory.mktemp("damaged") / "mirror"
+    shutil.copytree(mirror, copy)
+    views = _views(copy)
+    assert len(views) >= 5
+    # A blob that is not what its manifest says: a failed read.
+    blob = _blob(copy, views[0])
+    blob.write_bytes(blob.read_bytes()[:-10])
+    # A manifest that is not JSON: skipped before any blob is read.
+    (views[1] / "index.manifest.json").write_text("{not json")
+    # A blob with the right checksum that is not an index.
+    _name_blob(copy, views[2], b'{"database": {"version": "8", "installs": [1, 2]}}')
+    # A blob its manifest names but that is missing.
+    _blob(copy, views[3]).unlink()
+    return copy
+
+
+def _read(mirror: Path, process_from: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setattr(tarball_sizes, "PROCESS_FROM", process_from)
+    opener = RecordingOpener(Opener())
+    data = read_mirror(Location(str(mirror)), opener, "root")
+    return {
+        "stacks": {label: sorted(hashes) for label, hashes in data.stacks.items()},
+        "problems": data.problems,
+        "sizes": data.sizes,
+        "digests": opener.digests,
+        "failures": opener.failures,
+        "read by a process": data.helper_rss_mb > 0,
+    }
+
+
+@pytest.mark.parametrize("which", ["intact", "damaged"])
+def test_views_read_by_the_reader_are_what_the_build_reads(
+    which: str, mirror: Path, damaged: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = mirror if which == "intact" else damaged
+    there = _read(source, 1, monkeypatch)
+    here = _read(source, 10**9, monkeypatch)
+    assert there.pop("read by a process") and not here.pop("read by a process")
+    assert there == here
+    views = _views(source)
+    if which == "intact":
+        assert not here["problems"] and not here["failures"]
+        assert list(here["stacks"]) == ["root", *(v.name for v in views)]
+        return
+    skipped = [p for p in here["problems"] if "view skipped" in p.message]
+    assert [p.path for p in skipped] == [str(v) for v in views[:4]]
+    assert "checksum mismatch" in skipped[0].message
+    assert "not valid JSON" in skipped[1].message
+    assert skipped[3].message.endswith(": no such file")
+    # The two failed blob reads leave the tag without a fingerprint; the others do not.
+    assert set(here["failures"]) == {str(_blob(source, v)) for v in (views[0], views[3])}
+    assert list(here["stacks"]) == ["root", *(v.name for v in views[4:])]
