@@ -19,13 +19,13 @@ from cachegql.schema.limits import CONNECTION_FIELDS, DEFAULT_MAX_COST
 from cachegql.schema.pagination import DEFAULT_FIRST, DEFAULT_MAX_FIRST
 
 __all__ = [
+    "CHANGED_MESSAGE",
     "COMPILED_STATS",
     "CONNECTION_FIELDS",
     "DEFAULT_FIRST",
     "DEFAULT_MAX_COST",
     "DEFAULT_MAX_FIRST",
     "EXECUTIONS",
-    "CHANGED_MESSAGE",
     "INTERNAL_MESSAGE",
     "INTERNAL_SERVER_ERROR",
     "QUERY_TOO_COMPLEX",

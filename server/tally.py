@@ -2,9 +2,9 @@
 batches.
 
 With several workers, prometheus_client keeps each value in a memory-mapped file, and each
-increment takes a lock and writes to the file. The values a cached answer touches (its
-request counter, its histogram's sum and bucket, the response cache's counter) cost 16 µs
-of its 88 µs of CPU. Here a request adds to dicts, and what was gathered is added to the
+increment takes a lock and writes to the file. The four values a cached answer touches
+(its request counter, its histogram's sum and bucket, the response cache's counter) cost
+16 µs of its 88 µs of CPU. Here a request adds to dicts, and what was gathered is added to the
 metrics at most `FLUSH_SECONDS` later by a timer on the event loop, and by every scrape
 before it is answered: a scrape counts its own worker's requests up to itself, and the
 other workers' up to a second before. What was not yet added when a worker is killed is

@@ -467,10 +467,13 @@ def test_two_workers_report_the_sum(pages_ix: Path, tmp_path: Path) -> None:
             totals = {_cached(url) for _ in range(8)}
         assert len({f.name.split("_")[-1] for f in folders[0].glob("counter_*.db")}) == 2
         # A worker adds its counts to the shared files within FLUSH_SECONDS (server/tally.py).
-        time.sleep(FLUSH_SECONDS + 0.5)
+        requests = "cachegql_requests_total"
+        _wait_for(
+            lambda: _value(_scrape_at(url), requests, path="/graphql", operation="Ping") == sent,
+            seconds=FLUSH_SECONDS + 10,
+        )
         for _ in range(4):  # fresh connections: either worker may answer
             samples = _scrape_at(url)
-            requests = "cachegql_requests_total"
             assert _value(samples, requests, path="/graphql", operation="Ping") == sent
             duration = "cachegql_request_duration_seconds_count"
             assert _value(samples, duration, path="/graphql") == sent

@@ -5,6 +5,7 @@ without a fingerprint either way)."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import shutil
@@ -17,6 +18,7 @@ from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index.ingest import tarball_sizes
 from cachegql.index.ingest.buildcache import V3_INDEX, read_mirror
 from cachegql.index.ingest.identity import RecordingOpener
+from cachegql.index.ingest.limits import EXPANSION_FLOOR, SourceLimits
 from cachegql.index.ingest.locations import Location, Opener
 
 
@@ -53,7 +55,7 @@ def damaged(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     copy = tmp_path_factory.mktemp("damaged") / "mirror"
     shutil.copytree(mirror, copy)
     views = _views(copy)
-    assert len(views) >= 5
+    assert len(views) >= 6
     # A blob that is not what its manifest says: a failed read.
     blob = _blob(copy, views[0])
     blob.write_bytes(blob.read_bytes()[:-10])
@@ -63,12 +65,20 @@ def damaged(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     _name_blob(copy, views[2], b'{"database": {"version": "8", "installs": [1, 2]}}')
     # A blob its manifest names but that is missing.
     _blob(copy, views[3]).unlink()
+    # A gzipped blob that inflates over the default limit (`--max-expansion`).
+    padded = _blob(copy, views[4]).read_bytes() + b" " * (EXPANSION_FLOOR + 1)
+    _name_blob(copy, views[4], gzip.compress(padded))
     return copy
 
 
-def _read(mirror: Path, process_from: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def _read(
+    mirror: Path,
+    process_from: int,
+    monkeypatch: pytest.MonkeyPatch,
+    limits: SourceLimits | None = None,
+) -> dict[str, Any]:
     monkeypatch.setattr(tarball_sizes, "PROCESS_FROM", process_from)
-    opener = RecordingOpener(Opener())
+    opener = RecordingOpener(Opener(limits=limits))
     data = read_mirror(Location(str(mirror)), opener, "root")
     return {
         "stacks": {label: sorted(hashes) for label, hashes in data.stacks.items()},
@@ -95,10 +105,26 @@ def test_views_read_by_the_reader_are_what_the_build_reads(
         assert list(here["stacks"]) == ["root", *(v.name for v in views)]
         return
     skipped = [p for p in here["problems"] if "view skipped" in p.message]
-    assert [p.path for p in skipped] == [str(v) for v in views[:4]]
+    assert [p.path for p in skipped] == [str(v) for v in views[:5]]
     assert "checksum mismatch" in skipped[0].message
     assert "not valid JSON" in skipped[1].message
     assert skipped[3].message.endswith(": no such file")
+    assert "a compression bomb" in skipped[4].message
     # The two failed blob reads leave the tag without a fingerprint; the others do not.
     assert set(here["failures"]) == {str(_blob(source, v)) for v in (views[0], views[3])}
-    assert list(here["stacks"]) == ["root", *(v.name for v in views[4:])]
+    assert list(here["stacks"]) == ["root", *(v.name for v in views[5:])]
+
+
+def test_the_reader_reads_views_within_the_builds_limits(
+    damaged: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The view refused as a compression bomb by default is read under a higher limit,
+    by the reader as by the build."""
+    view = _views(damaged)[4]
+    limits = SourceLimits(max_expansion=1_000_000)
+    there = _read(damaged, 1, monkeypatch, limits)
+    here = _read(damaged, 10**9, monkeypatch, limits)
+    assert there.pop("read by a process") and not here.pop("read by a process")
+    assert there == here
+    assert view.name in here["stacks"]
+    assert not [p for p in here["problems"] if p.path == str(view)]

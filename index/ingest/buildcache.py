@@ -148,7 +148,7 @@ def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
         if sizes is not None:
             data.sizes, problems = sizes.result()
             data.helper_rss_mb = sizes.peak_rss_mb
-        outcomes = _view_outcomes(readable, sizes, opener)
+        outcomes = iter(_view_outcomes(readable, sizes, opener))
         for view in views:
             if isinstance(view, Problem):
                 data.problems.append(view)
@@ -183,18 +183,17 @@ def _view_blobs(root: Location, opener: Opener) -> list[ViewBlob | Problem]:
 
 def _view_outcomes(
     views: list[ViewBlob], sizes: PendingSizes | None, opener: Opener
-) -> Iterator[ViewOutcome]:
+) -> list[ViewOutcome]:
     """Each view's outcome, in order: as the reading process sent it (its blob read
     there is noted in `opener`), else read here."""
     if sizes is None or sizes.view_outcomes is None:
-        yield from (view_outcome(view, opener) for view in views)
-        return
+        return [view_outcome(view, opener) for view in views]
     for view, outcome in zip(views, sizes.view_outcomes, strict=True):
         if outcome.read_failed:
             opener.read_elsewhere(view.blob, failure=outcome.problem)
         else:
             opener.read_elsewhere(view.blob, sha256=view.checksum)
-        yield outcome
+    return sizes.view_outcomes
 
 
 def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> tuple[Location, str]:

@@ -88,8 +88,8 @@ def read_regular(path: Path | str) -> bytes:
 
     Read with `os.read` on the checked descriptor, not through a buffered file object:
     a mirror has a small spec manifest per binary, and the file object's set-up was
-    most of the cost of reading one (20 of 47 us). A path may be given as text: making a
-    `Path` of each was a fifth of what was left.
+    most of the cost of reading one (20 of 47 us). A path may be given as text: without a
+    `Path` made of each, a manifest takes 16 us, not 27.
     """
     fd, status = _open_checked(path)
     try:

@@ -30,7 +30,14 @@ from cachegql.index.ingest.files import read_regular, reason
 from cachegql.index.ingest.limits import SourceLimits
 from cachegql.index.ingest.locations import Opener
 from cachegql.index.ingest.spackdb import strip_clearsign
-from cachegql.index.ingest.view_binaries import ViewBlob, ViewOutcome, view_outcome
+from cachegql.index.ingest.view_binaries import (
+    PackedOutcome,
+    ViewBlob,
+    ViewOutcome,
+    pack,
+    unpack,
+    view_outcome,
+)
 from cachegql.index.records import Problem
 
 __all__ = ["PROCESS_FROM", "PendingSizes", "manifest_paths", "read_sizes", "tarball_sizes"]
@@ -45,7 +52,7 @@ Sizes = tuple[dict[str, int], list[Problem]]
 # file name holds), their sizes in a typed array, the problems (then, apart, its peak RSS
 # in MB). A million sizes so packed are some 40 MB to hold and pickle, against 150 MB as
 # a dict. Then the outcome of each view it was given.
-_Packed = tuple[bytes, "array[int]", list[Problem], list[ViewOutcome]]
+_Packed = tuple[bytes, "array[int]", list[Problem], list[PackedOutcome]]
 _KB_PER_MB = 1024
 
 
@@ -102,7 +109,7 @@ class PendingSizes:
                 names = hashes.decode(_NAMES, "surrogateescape").split("/") if sizes else []
                 with contextlib.suppress(EOFError, OSError):  # the sizes are in all the same
                     self.peak_rss_mb = self._receiver.recv()
-                self.view_outcomes = outcomes
+                self.view_outcomes = [unpack(outcome) for outcome in outcomes]
                 return dict(zip(names, sizes, strict=True)), problems
             except (EOFError, OSError):  # the process ended without them: read them here
                 pass
@@ -224,7 +231,7 @@ def _send_sizes(
     for view in views:
         if os.getppid() != build:
             return
-        outcomes.append(view_outcome(view, opener))
+        outcomes.append(pack(view_outcome(view, opener)))
     packed: _Packed = (bytes(hashes[:-1]), sizes, unlisted + problems, outcomes)
     payload = pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
     try:

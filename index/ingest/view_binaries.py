@@ -17,7 +17,16 @@ from cachegql.index.ingest.inflate import gunzip
 from cachegql.index.ingest.locations import Location, Opener, ReadError
 from cachegql.index.ingest.spackdb import SourceFormatError, binary_hashes
 
-__all__ = ["GZIP_MAGIC", "ViewBlob", "ViewOutcome", "read_blob", "view_outcome"]
+__all__ = [
+    "GZIP_MAGIC",
+    "PackedOutcome",
+    "ViewBlob",
+    "ViewOutcome",
+    "pack",
+    "read_blob",
+    "unpack",
+    "view_outcome",
+]
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -41,6 +50,24 @@ class ViewOutcome:
     hashes: frozenset[str] = frozenset()
     problem: str | None = None
     read_failed: bool = False
+
+
+# An outcome as the reading process keeps and sends it: the hashes as one text, separated
+# by "/" (a million hashes so are 33 MB, against some 100 MB as a set of strings).
+PackedOutcome = tuple[bytes, str | None, bool]
+
+
+def pack(outcome: ViewOutcome) -> PackedOutcome:
+    return "/".join(outcome.hashes).encode("ascii"), outcome.problem, outcome.read_failed
+
+
+def unpack(packed: PackedOutcome) -> ViewOutcome:
+    hashes, problem, read_failed = packed
+    return ViewOutcome(
+        frozenset(hashes.decode("ascii").split("/")) if hashes else frozenset(),
+        problem,
+        read_failed,
+    )
 
 
 def read_blob(blob: Location, checksum: str, opener: Opener) -> Blob:
