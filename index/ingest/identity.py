@@ -246,8 +246,7 @@ def _mirror(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
     stock = _stock_of(root, opener)
     for view in stock.views:
         _feed(digest, "view", view, opener.digest(index.join(view, MANIFEST)))
-    for part in stock.spec_manifests:
-        _feed(digest, *part)
+    _feed_files(digest, "spec-manifests", stock.spec_manifests)
 
 
 def _v2(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
@@ -271,12 +270,23 @@ def _v2(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
     except NotFoundError:
         if stock.spec_files is None:  # it had an index when stock was taken
             raise ReadError(f"{local}: its index went during the build") from None
-        for part in stock.spec_files:  # no index: its spec files are read instead
-            _feed(digest, "spec", *part)
+        _feed_files(digest, "spec-files", stock.spec_files)  # no index: they are read
 
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _feed_files(digest: _Digest, kind: str, files: Sequence[tuple[str, int, int]]) -> None:
+    """Files' names, sizes and times, `_FILES_PER_LINE` to a JSON line: the 200,000 spec
+    manifests of a 200k mirror took 0.9 s fed a line each, 0.2 s so; a line of them all
+    would hold some 100 MB at once at 1M."""
+    for start in range(0, len(files), _FILES_PER_LINE):
+        line = json.dumps([kind, files[start : start + _FILES_PER_LINE]])
+        digest.update(line.encode() + b"\n")
+
+
+_FILES_PER_LINE = 10_000
 
 
 def _feed(digest: _Digest, *values: object) -> None:
