@@ -53,7 +53,9 @@ class ViewOutcome:
 
 
 # An outcome as the reading process keeps and sends it: the hashes as one text, separated
-# by "/" (a million hashes so are 33 MB, against some 100 MB as a set of strings).
+# by "/" (a million hashes so are 33 MB, against some 100 MB as a set of strings). The
+# hashes are record keys as `record_spans.RECORD` matches them: 32 base32 characters,
+# never a "/" nor anything but ASCII.
 PackedOutcome = tuple[bytes, str | None, bool]
 
 
