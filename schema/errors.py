@@ -58,16 +58,15 @@ def classify(error: GraphQLError) -> None:
         # Parse, validation and variable errors come before any resolver runs:
         # the request itself is wrong.
         extensions["code"] = BAD_USER_INPUT
-    elif isinstance(original, IndexChangedError):
-        # Known and already explained: the server's look logs the file's change once;
-        # each answer it spoils gets a line without a traceback.
-        logger.error("internal error at %s: %s", error.path, original)
-        error.message = CHANGED_MESSAGE
-        error.original_error = None
-        extensions["code"] = INTERNAL_SERVER_ERROR
     else:
-        logger.error("internal error at %s", error.path, exc_info=original)
-        error.message = INTERNAL_MESSAGE
+        changed = isinstance(original, IndexChangedError)
+        if changed:
+            # Known and already explained: the server's look logs the file's change
+            # once; each answer it spoils gets a line without a traceback.
+            logger.error("internal error at %s: %s", error.path, original)
+        else:
+            logger.error("internal error at %s", error.path, exc_info=original)
+        error.message = CHANGED_MESSAGE if changed else INTERNAL_MESSAGE
         error.original_error = None
         extensions["code"] = INTERNAL_SERVER_ERROR
     error.extensions = extensions

@@ -18,7 +18,6 @@ from cachegql.index.ingest.locations import Location, Opener, ReadError
 from cachegql.index.ingest.spackdb import SourceFormatError, binary_hashes
 
 __all__ = [
-    "GZIP_MAGIC",
     "PackedOutcome",
     "ViewBlob",
     "ViewOutcome",
@@ -28,7 +27,7 @@ __all__ = [
     "view_outcome",
 ]
 
-GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +73,12 @@ def unpack(packed: PackedOutcome) -> ViewOutcome:
 
 def read_blob(blob: Location, checksum: str, opener: Opener) -> Blob:
     """A blob's bytes, checksum verified, inflated when gzipped."""
-    data = opener.read_verified(blob, checksum)
-    if data[:2] == GZIP_MAGIC:
+    return _inflated(opener.read_verified(blob, checksum), blob, opener)
+
+
+def _inflated(data: Blob, blob: Location, opener: Opener) -> Blob:
+    """`data`, inflated within the opener's limits when gzipped."""
+    if data[:2] == _GZIP_MAGIC:
         return gunzip(data if isinstance(data, bytes) else bytes(data), str(blob), opener.limits)
     return data
 
@@ -87,8 +90,7 @@ def view_outcome(view: ViewBlob, opener: Opener) -> ViewOutcome:
     except ReadError as exc:
         return ViewOutcome(problem=str(exc), read_failed=True)
     try:
-        if data[:2] == GZIP_MAGIC:
-            data = gunzip(bytes(data), str(view.blob), opener.limits)
-        return ViewOutcome(hashes=frozenset(binary_hashes(data, view.source)))
+        hashes = binary_hashes(_inflated(data, view.blob, opener), view.source)
+        return ViewOutcome(hashes=frozenset(hashes))
     except (ReadError, SourceFormatError) as exc:
         return ViewOutcome(problem=str(exc))
