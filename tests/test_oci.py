@@ -304,6 +304,29 @@ def test_a_gzipped_index_layer_is_read(tmp_path: Path) -> None:
             build_index([root], tmp_path / "ix", tag="t", reader=reader)
 
 
+@pytest.mark.parametrize(
+    ("blob", "message"),
+    [
+        # 64 MiB of spaces in 64 KiB: past 16 MiB, over 200 times its size
+        (gzip.compress(b" " * (64 << 20)), r"gzip content .*expan.*; not read"),
+        (gzip.compress(_DATABASE)[:-12], "gzip content ends before its end marker"),
+        (b"\x1f\x8b" + b"not deflate at all", "not valid gzip content"),
+    ],
+    ids=["bomb", "cut-short", "not-gzip"],
+)
+def test_a_gzipped_index_layer_is_inflated_within_the_limits(
+    blob: bytes, message: str, tmp_path: Path
+) -> None:
+    """The layer's digest proves only that it is the layer the manifest names: a hostile
+    registry names a bomb as easily as an index."""
+    _static_registry(tmp_path / "www", _index_manifest(blob), {_blob_digest(blob): blob})
+    with MirrorHTTPServer(tmp_path / "www") as http, OciReader(None) as reader:
+        root = f"oci+http://127.0.0.1:{http.port}/repo"
+        with pytest.raises(BuildError, match=message) as raised:
+            build_index([root], tmp_path / "ix", tag="t", reader=reader)
+    assert f"{root}@{_blob_digest(blob)}" in str(raised.value)
+
+
 def test_transient_failures_are_retried_then_named(tmp_path: Path) -> None:
     blob = _DATABASE
     _static_registry(tmp_path / "www", _index_manifest(blob), {_blob_digest(blob): blob})

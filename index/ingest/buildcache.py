@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from cachegql.index.ingest.files import Blob, read_regular, reason
+from cachegql.index.ingest.inflate import read_blob
 from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.spackdb import (
@@ -37,7 +38,7 @@ from cachegql.index.ingest.spackdb import (
     strip_clearsign,
 )
 from cachegql.index.ingest.tarball_sizes import PendingSizes
-from cachegql.index.ingest.view_binaries import ViewBlob, ViewOutcome, read_blob, view_outcome
+from cachegql.index.ingest.view_binaries import ViewBlob, ViewOutcome, view_outcome
 from cachegql.index.records import Problem
 
 __all__ = [

@@ -11,14 +11,17 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 
+from cachegql.index.ingest.files import Blob
 from cachegql.index.ingest.limits import SourceLimits, over_limit
+from cachegql.index.ingest.locations import Location, Opener
 from cachegql.index.ingest.spackdb import SourceFormatError
 
-__all__ = ["GZIP", "GZIP_OR_ZLIB", "Inflater", "gunzip"]
+__all__ = ["GZIP", "GZIP_OR_ZLIB", "Inflater", "gunzip", "inflated", "read_blob"]
 
 PIECE = 1 << 20
 GZIP = 16 + zlib.MAX_WBITS
 GZIP_OR_ZLIB = 32 + zlib.MAX_WBITS  # the header tells which
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class Inflater:
@@ -69,3 +72,16 @@ def gunzip(data: bytes, source: str, limits: SourceLimits) -> bytes:
     if not inflater.ended:
         raise SourceFormatError(f"{source}: gzip content ends before its end marker")
     return b"".join(pieces)
+
+
+def read_blob(blob: Location, checksum: str, opener: Opener) -> Blob:
+    """A blob's bytes, checksum verified, inflated when gzipped (a v3 mirror's index and
+    views, an OCI registry's index layer)."""
+    return inflated(opener.read_verified(blob, checksum), blob, opener)
+
+
+def inflated(data: Blob, blob: Location, opener: Opener) -> Blob:
+    """`data`, inflated within the opener's limits when gzipped."""
+    if data[:2] == _GZIP_MAGIC:
+        return gunzip(data if isinstance(data, bytes) else bytes(data), str(blob), opener.limits)
+    return data

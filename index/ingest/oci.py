@@ -12,20 +12,19 @@ registry API, its authentication) is the reader's business, not the index's.
 
 from __future__ import annotations
 
-import gzip
 import re
 from typing import Any
 
 import orjson
 
 from cachegql.index.ingest.buildcache import CacheData, binaries
+from cachegql.index.ingest.inflate import read_blob
 from cachegql.index.ingest.locations import Location, Opener
 from cachegql.index.ingest.spackdb import SourceFormatError, read_database
 
 __all__ = ["INDEX_TAG", "blob", "image", "read_oci"]
 
 INDEX_TAG = "index.spack"
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def image(root: Location, tag: str) -> Location:
@@ -42,9 +41,7 @@ def read_oci(root: Location, opener: Opener, label: str) -> CacheData:
     """The build cache of an OCI repository: the index of its `index.spack` image."""
     manifest = image(root, INDEX_TAG)
     digest = _index_digest(_json(opener.read(manifest), str(manifest)), str(manifest))
-    data = opener.read_verified(blob(root, digest), digest.removeprefix("sha256:"))
-    if data[:2] == _GZIP_MAGIC:
-        data = gzip.decompress(data)
+    data = read_blob(blob(root, digest), digest.removeprefix("sha256:"), opener)
     try:
         database = read_database(data, str(manifest))
     except SourceFormatError as exc:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cachegql.index.ingest.files import Blob
-from cachegql.index.ingest.inflate import gunzip
+from cachegql.index.ingest.inflate import inflated
 from cachegql.index.ingest.locations import Location, Opener, ReadError
 from cachegql.index.ingest.spackdb import SourceFormatError, binary_hashes
 
@@ -22,12 +21,9 @@ __all__ = [
     "ViewBlob",
     "ViewOutcome",
     "pack",
-    "read_blob",
     "unpack",
     "view_outcome",
 ]
-
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,18 +67,6 @@ def unpack(packed: PackedOutcome) -> ViewOutcome:
     )
 
 
-def read_blob(blob: Location, checksum: str, opener: Opener) -> Blob:
-    """A blob's bytes, checksum verified, inflated when gzipped."""
-    return _inflated(opener.read_verified(blob, checksum), blob, opener)
-
-
-def _inflated(data: Blob, blob: Location, opener: Opener) -> Blob:
-    """`data`, inflated within the opener's limits when gzipped."""
-    if data[:2] == _GZIP_MAGIC:
-        return gunzip(data if isinstance(data, bytes) else bytes(data), str(blob), opener.limits)
-    return data
-
-
 def view_outcome(view: ViewBlob, opener: Opener) -> ViewOutcome:
     """The binaries of `view`; a problem instead when its blob cannot be read or scanned."""
     try:
@@ -90,7 +74,7 @@ def view_outcome(view: ViewBlob, opener: Opener) -> ViewOutcome:
     except ReadError as exc:
         return ViewOutcome(problem=str(exc), read_failed=True)
     try:
-        hashes = binary_hashes(_inflated(data, view.blob, opener), view.source)
+        hashes = binary_hashes(inflated(data, view.blob, opener), view.source)
         return ViewOutcome(hashes=frozenset(hashes))
     except (ReadError, SourceFormatError) as exc:
         return ViewOutcome(problem=str(exc))
