@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,7 +23,7 @@ from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import IndexStore, StrictModeError, build_index
 from cachegql.index import build as build_module
 from cachegql.index.build import BuildReport, code_digest
-from cachegql.index.ingest import SourceLimits
+from cachegql.index.ingest import SourceLimits, tarball_sizes
 from cachegql.server.fetch import HttpReader
 from tests import oracle_queries as oq
 from tests.conftest import CLI, PAGES, serving
@@ -254,18 +255,35 @@ def test_an_unreadable_previous_manifest_means_a_full_build(sources: Path, tmp_p
     _same_as_full(sources, after, tmp_path)
 
 
-def test_a_changed_local_v3_mirror_is_read_again(generated: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("process_from", [1, None], ids=["reader-process", "in-process"])
+def test_a_changed_local_v3_mirror_is_read_again(
+    generated: Path, tmp_path: Path, process_from: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A lone v3 mirror is known by its index manifest, its views' manifests and its
-    spec manifests (which give the tarballs' sizes)."""
+    spec manifests (which give the tarballs' sizes): the latter by the status each was
+    read with, by whichever process read them, which must be what a later build finds."""
+    if process_from is not None:
+        monkeypatch.setattr(tarball_sizes, "PROCESS_FROM", process_from)
     mirror = Path(shutil.copytree(generated / "develop" / "mirror", tmp_path / "mirror"))
     out = tmp_path / "ix"
-    build_index([mirror], out, tag="develop")
+    first = build_index([mirror], out, tag="develop")
+    assert (first.helper_rss_mb > 0) == (process_from is not None)
     assert build_index([mirror], out, tag="develop").reused == ["develop"]
-    spec_manifest = sorted((mirror / "v3" / "manifests" / "spec").glob("*/*.json"))[0]
+    spec_manifests = sorted((mirror / "v3" / "manifests" / "spec").glob("*/*.json"))
+    status = spec_manifests[1].stat()  # touched only: its time is what stands for it
+    os.utime(spec_manifests[1], ns=(status.st_atime_ns, status.st_mtime_ns + 1000))
+    touched = build_index([mirror], out, tag="develop")
+    assert touched.reused == [] and touched.compared == 1
+    assert build_index([mirror], out, tag="develop").reused == ["develop"]
+    spec_manifest = spec_manifests[0]
     spec_manifest.write_bytes(spec_manifest.read_bytes().replace(b'"contentLength"', b'"x"'))
     after = build_index([mirror], out, tag="develop")
     assert after.reused == [] and after.compared == 1
     assert any("without a tarball size" in str(p) for p in after.problems)
+    assert build_index([mirror], out, tag="develop").reused == ["develop"]
+    spec_manifest.unlink()
+    removed = build_index([mirror], out, tag="develop")
+    assert removed.reused == [] and removed.compared == 1
     assert build_index([mirror], out, tag="develop").reused == ["develop"]
 
 

@@ -20,7 +20,14 @@ import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import BuildReport
-from cachegql.index.ingest.tarball_sizes import PendingSizes, _send_sizes, tarball_sizes
+from cachegql.index.ingest.file_stock import FileStock
+from cachegql.index.ingest.tarball_sizes import (
+    STOCK_KIND,
+    PendingSizes,
+    _send_sizes,
+    manifest_paths,
+    tarball_sizes,
+)
 
 UNLISTED = "folder of spec manifests cannot be listed; the sizes of its binaries are unknown"
 
@@ -53,12 +60,22 @@ def _ended(pid: int) -> bool:
     return False
 
 
+def _stock_now(specs: Path) -> str | None:
+    """The manifests' stock as they are now: what a build compares with a previous one."""
+    stock = FileStock(STOCK_KIND)
+    for path in manifest_paths(specs):
+        stock.add(path)
+    return stock.digest()
+
+
 def test_a_second_process_reads_what_this_one_reads(specs: Path) -> None:
     here = tarball_sizes(specs)
     pending, child, pid = _started(specs)
     assert child.is_alive()
+    assert pending.stock is None  # not in yet
 
     assert pending.result() == here
+    assert pending.stock == _stock_now(specs) is not None
     assert _ended(pid)
     assert pending.peak_rss_mb > 10  # an interpreter of its own, told back
     sizes, problems = here
@@ -109,6 +126,7 @@ def test_sizes_are_read_here_when_the_process_dies(specs: Path) -> None:
     child.join()
 
     assert pending.result() == tarball_sizes(specs)
+    assert pending.stock == _stock_now(specs) is not None  # read here, so stocked here
 
 
 def test_a_stopped_build_ends_the_reading_process(specs: Path) -> None:
@@ -123,6 +141,7 @@ def test_few_manifests_are_read_here(specs: Path) -> None:
     assert set(multiprocessing.active_children()) == before
     assert pending.result() == tarball_sizes(specs)
     assert pending.peak_rss_mb == 0
+    assert pending.stock == _stock_now(specs) is not None
 
 
 def test_a_folder_without_manifests_has_no_sizes(tmp_path: Path) -> None:
@@ -161,10 +180,10 @@ def test_a_folder_that_cannot_be_listed_even_by_root(
     assert [(p.path, p.message) for p in problems] == [
         (f"{root}/shut", f"{UNLISTED} (Permission denied)")
     ]
-    assert _sent(root) == (sizes, problems)
+    assert _sent(root)[:2] == (sizes, problems)
 
 
-def _sent(specs: Path) -> tuple[dict[str, int], list[Any]]:
+def _sent(specs: Path) -> tuple[dict[str, int], list[Any], str | None]:
     """What the reading process's own function sends, run here (a thread takes it)."""
     receiver, sender = multiprocessing.Pipe(duplex=False)
     received: list[Any] = []
@@ -181,11 +200,17 @@ def _sent(specs: Path) -> tuple[dict[str, int], list[Any]]:
         signal.signal(signal.SIGINT, interrupt)
     taker.join(10)
     payload, peak = received
-    hashes, sizes, problems, views = pickle.loads(payload)
+    hashes, sizes, problems, views, stock = pickle.loads(payload)
     assert views == []  # none given
     assert isinstance(peak, int) and peak > 0
-    return dict(zip(hashes.decode().split("/") if sizes else [], sizes, strict=True)), problems
+    names = hashes.decode().split("/") if sizes else []
+    return dict(zip(names, sizes, strict=True)), problems, stock
 
 
 def test_what_the_reader_sends_unpacks_to_what_this_process_reads(specs: Path) -> None:
-    assert _sent(specs) == tarball_sizes(specs)
+    """The sizes, the problems, and the manifests' stock (by the status each was read
+    with), which is the stock of the files as they are now."""
+    stock = FileStock(STOCK_KIND)
+    here = tarball_sizes(specs, stock)
+    assert _sent(specs) == (*here, stock.digest())
+    assert stock.digest() == _stock_now(specs) is not None

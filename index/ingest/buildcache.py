@@ -149,6 +149,7 @@ def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
         if sizes is not None:
             data.sizes, problems = sizes.result()
             data.helper_rss_mb = sizes.peak_rss_mb
+            opener.stocked(root.join(*V3_SPECS), sizes.stock)
         outcomes = iter(_view_outcomes(readable, sizes, opener))
         for view in views:
             if isinstance(view, Problem):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +32,12 @@ from cachegql.index.ingest.buildcache import (
     v2_folder,
     view_names,
 )
+from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.files import Blob
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.spackdb import SourceFormatError
-from cachegql.index.ingest.tarball_sizes import manifest_paths
+from cachegql.index.ingest.tarball_sizes import STOCK_KIND, manifest_paths
 
 __all__ = [
     "CONTENT_LIMITS",
@@ -81,6 +81,8 @@ class RecordingOpener(Opener):
         # reading is over: a frozen opener reads nothing more, so that a fingerprint is
         # only ever of what the ingest read.
         self.stock: dict[str, Stock | None] = {}
+        # The spec manifests' stock as their reader found them (`stocked`), by folder.
+        self.file_stocks: dict[str, str | None] = {}
         self.frozen = False
 
     def read(self, location: Location) -> bytes:
@@ -111,6 +113,9 @@ class RecordingOpener(Opener):
             self.failures[location.text] = failure
         elif sha256 is not None:
             self.digests[location.text] = sha256.lower()
+
+    def stocked(self, folder: Location, stock: str | None) -> None:
+        self.file_stocks[folder.text] = stock
 
     def digest(self, location: Location) -> str:
         """The sha256 of the body at `location`, as read already if it was; ReadError
@@ -169,22 +174,26 @@ def cache_identity(request: CacheRequest, opener: RecordingOpener) -> str | None
 @dataclass(frozen=True)
 class Stock:
     """What stands for the files of a local mirror that the ingest reads without its
-    opener (by listing folders and reading files directly): its views' names, its spec
-    manifests' and (in a v2 mirror without an index) its spec files' names, sizes and
-    times. Taken before the ingest, so that a file rewritten during it makes the next
-    build read the tag again, never gives a fingerprint of new content over old data."""
+    opener (by listing folders and reading files directly): its views' names, and the
+    `FileStock` (names, sizes and times) of its spec manifests and (in a v2 mirror
+    without an index) of its spec files. Taken before the ingest, so that a file
+    rewritten during it makes the next build read the tag again, never gives a
+    fingerprint of new content over old data; but for the spec manifests of a tag being
+    read (`spec_manifests` None): their reader gives their stock, by the status of each
+    as it opened it, before reading it (tarball_sizes.py), and none is looked at twice."""
 
     views: tuple[str, ...]
-    spec_manifests: tuple[tuple[str, int, int], ...]
+    spec_manifests: str | None
     v2_folder: Path
-    spec_files: tuple[tuple[str, int, int], ...] | None  # None: it has an index.json
+    spec_files: str | None  # None: it has an index.json
 
 
 def take_stock(requests: Sequence[CacheRequest], opener: RecordingOpener) -> None:
-    """Before a tag's ingest: the `Stock` of each of its local mirrors, into `opener`."""
+    """Before a tag's ingest: the `Stock` of each of its local mirrors, into `opener`
+    (but the spec manifests', which their reader gives)."""
     for request in requests:
         if _is_mirror(request) and not request.location.is_url:
-            opener.stock[request.location.text] = _look(request.location)
+            opener.stock[request.location.text] = _look(request.location, manifests=False)
 
 
 def _is_mirror(request: CacheRequest) -> bool:
@@ -197,26 +206,36 @@ def _is_mirror(request: CacheRequest) -> bool:
     )
 
 
-def _look(root: Location) -> Stock | None:
-    """A local mirror's `Stock`; None if a folder of it cannot be listed."""
+def _look(root: Location, manifests: bool = True) -> Stock | None:
+    """A local mirror's `Stock` (without its spec manifests' unless `manifests`); None
+    if a folder of it cannot be listed, or a file in it looked at."""
     try:
         views = view_names(root) if root.join(*V3_INDEX).path.is_dir() else []
         # A spec manifest per binary (a million at 1M specs), each read for its tarball's
         # size: their names, sizes and times stand for them, as reading them would not be
         # cheap. A manifest rewritten to the same size in the same nanosecond is missed.
-        manifests = [_stat(path) for path in manifest_paths(root.join(*V3_SPECS).path)]
+        spec_manifests = None
+        if manifests:
+            spec_manifests = _stock(STOCK_KIND, manifest_paths(root.join(*V3_SPECS).path))
         local = v2_folder(root).path
         files = None
         if not (local / "index.json").is_file():
-            files = tuple(_stat(str(p)) for p in spec_file_paths(Location(str(local))))
+            paths = (str(p) for p in spec_file_paths(Location(str(local))))
+            files = _stock("spec-files", paths)
     except (OSError, ReadError):  # a folder that cannot be listed, a file gone since
         return None
-    return Stock(tuple(views), tuple(manifests), local, files)
+    return Stock(tuple(views), spec_manifests, local, files)
 
 
-def _stat(path: str) -> tuple[str, int, int]:
-    status = os.stat(path)  # noqa: PTH116 (a Path per file is a second at a million)
-    return path.rsplit("/", 1)[-1], status.st_size, status.st_mtime_ns
+def _stock(kind: str, paths: Iterable[str]) -> str:
+    """The `FileStock` of the files at `paths`, as they are now."""
+    stock = FileStock(kind)
+    for path in paths:
+        stock.add(path)
+    found = stock.digest()
+    if found is None:
+        raise ReadError(f"a {kind} file could not be looked at")
+    return found
 
 
 def _stock_of(root: Location, opener: RecordingOpener) -> Stock:
@@ -246,7 +265,11 @@ def _mirror(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
     stock = _stock_of(root, opener)
     for view in stock.views:
         _feed(digest, "view", view, opener.digest(index.join(view, MANIFEST)))
-    _feed_files(digest, "spec-manifests", stock.spec_manifests)
+    specs = root.join(*V3_SPECS)
+    manifests = stock.spec_manifests or opener.file_stocks.get(specs.text)
+    if manifests is None:
+        raise ReadError(f"{specs}: not every spec manifest was read or could be looked at")
+    _feed(digest, STOCK_KIND, manifests)
 
 
 def _v2(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
@@ -270,23 +293,11 @@ def _v2(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
     except NotFoundError:
         if stock.spec_files is None:  # it had an index when stock was taken
             raise ReadError(f"{local}: its index went during the build") from None
-        _feed_files(digest, "spec-files", stock.spec_files)  # no index: they are read
+        _feed(digest, "spec-files", stock.spec_files)  # no index: they are read
 
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _feed_files(digest: _Digest, kind: str, files: Sequence[tuple[str, int, int]]) -> None:
-    """Files' names, sizes and times, `_FILES_PER_LINE` to a JSON line: the 200,000 spec
-    manifests of a 200k mirror took 0.9 s fed a line each, 0.2 s so; a line of them all
-    would hold some 100 MB at once at 1M."""
-    for start in range(0, len(files), _FILES_PER_LINE):
-        line = json.dumps([kind, files[start : start + _FILES_PER_LINE]])
-        digest.update(line.encode() + b"\n")
-
-
-_FILES_PER_LINE = 10_000
 
 
 def _feed(digest: _Digest, *values: object) -> None:

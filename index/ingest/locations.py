@@ -185,6 +185,11 @@ class Opener:
         """A blob read for this opener in another process (see tarball_sizes.py): its
         verified sha256, or why reading it failed. Only a recording opener keeps it."""
 
+    def stocked(self, folder: Location, stock: str | None) -> None:
+        """The `FileStock` digest of the files of `folder` as the ingest read them (a v3
+        mirror's spec manifests; None: one could not be looked at). Only a recording
+        opener keeps it."""
+
     def read(self, location: Location) -> bytes:
         if location.is_url:
             return self._reader(location).read(location.text, _SOURCE_DEADLINE.get())

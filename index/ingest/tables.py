@@ -56,8 +56,31 @@ class EncodedColumn(Generic[V]):
             self.values.append(value)
         self.codes.append(code)
 
+    def parts(
+        self,
+    ) -> tuple[Callable[[V], Hashable] | None, dict[Hashable, int], list[V], Callable[[int], None]]:
+        """What `append` works with (its key, None for the value itself), for a caller
+        that inlines it."""
+        return (
+            None if self._key is _same else self._key,
+            self._code_of,
+            self.values,
+            self.codes.append,
+        )
+
     def __getitem__(self, row: int) -> V:
         return self.values[self.codes[row]]
+
+
+# A column as `TagTable.add` appends to it: how to find the value in a record, then
+# `EncodedColumn.parts()`.
+_Inlined = tuple[
+    Callable[[SpecRecord], Any],
+    Callable[[Any], Hashable] | None,
+    dict[Hashable, int],
+    list[Any],
+    Callable[[int], None],
+]
 
 
 class TagTable:
@@ -75,9 +98,12 @@ class TagTable:
         self.tarballs: list[str | None] = []
         self.source_page: array[int] = array("i")
         # What `add` does per spec, looked up once (a million specs, a dozen columns).
-        self._appends: tuple[tuple[Callable[[SpecRecord], Any], Callable[[Any], None]], ...] = (
-            *((f.value, self.fields[f.name].append) for f in SPEC_FIELDS),
-            *((attrgetter(part), column.append) for part, column in self.parts.items()),
+        columns: list[tuple[Callable[[SpecRecord], Any], EncodedColumn[Any]]] = [
+            *((f.value, self.fields[f.name]) for f in SPEC_FIELDS),
+            *((attrgetter(part), column) for part, column in self.parts.items()),
+        ]
+        self._appends: tuple[_Inlined, ...] = tuple(
+            (value_of, *column.parts()) for value_of, column in columns
         )
 
     def __len__(self) -> int:
@@ -90,8 +116,15 @@ class TagTable:
             return earlier
         self.rows_by_hash[spec.hash] = len(self.hashes)
         self.hashes.append(spec.hash)
-        for value_of, append in self._appends:
-            append(value_of(spec))
+        # `EncodedColumn.append`, inlined: 4.8 -> 4.0 us a spec.
+        for value_of, key_of, code_of, values, append_code in self._appends:
+            value = value_of(spec)
+            key = value if key_of is None else key_of(value)
+            code = code_of.get(key)
+            if code is None:
+                code = code_of[key] = len(values)
+                values.append(value)
+            append_code(code)
         self.sizes.append(-1 if spec.size is None else spec.size)
         self.tarballs.append(spec.tarball)
         self.source_page.append(page_id)

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import orjson
 
-from cachegql.index.ingest.files import read_regular, reason
+from cachegql.index.ingest.file_stock import FileStock
+from cachegql.index.ingest.files import read_regular_status, reason
 from cachegql.index.ingest.limits import SourceLimits
 from cachegql.index.ingest.locations import Opener
 from cachegql.index.ingest.spackdb import strip_clearsign
@@ -40,19 +41,27 @@ from cachegql.index.ingest.view_binaries import (
 )
 from cachegql.index.records import Problem
 
-__all__ = ["PROCESS_FROM", "PendingSizes", "manifest_paths", "read_sizes", "tarball_sizes"]
+__all__ = [
+    "PROCESS_FROM",
+    "STOCK_KIND",
+    "PendingSizes",
+    "manifest_paths",
+    "read_sizes",
+    "tarball_sizes",
+]
 
 TARBALL_MEDIA_TYPE = "application/vnd.spack.install."
 MANIFEST_SUFFIX = ".spec.manifest.json"
 # From this many manifests a process pays for its start (~0.4 s: a fresh interpreter).
 PROCESS_FROM = 20_000
+STOCK_KIND = "spec-manifests"  # what the manifests' `FileStock` is fed as
 
 Sizes = tuple[dict[str, int], list[Problem]]
 # What the reading process sends back: the hashes as one text, separated by "/" (which no
 # file name holds), their sizes in a typed array, the problems (then, apart, its peak RSS
 # in MB). A million sizes so packed are some 40 MB to hold and pickle, against 150 MB as
-# a dict. Then the outcome of each view it was given.
-_Packed = tuple[bytes, "array[int]", list[Problem], list[PackedOutcome]]
+# a dict. Then the outcome of each view it was given, and the manifests' `FileStock` digest.
+_Packed = tuple[bytes, "array[int]", list[Problem], list[PackedOutcome], str | None]
 _KB_PER_MB = 1024
 
 
@@ -79,6 +88,9 @@ class PendingSizes:
         self.peak_rss_mb = 0
         """The reading process's own peak memory, once its sizes are in (0: none ran)."""
         self.view_outcomes: list[ViewOutcome] | None = None
+        self.stock: str | None = None
+        """The manifests' `FileStock` digest, by the status of each as it was read, once
+        the sizes are in (None: one could not be looked at)."""
         if _holds_at_least(specs, PROCESS_FROM if process_from is None else process_from):
             self._start()
 
@@ -105,7 +117,8 @@ class PendingSizes:
         """The sizes by spec hash, and a problem per manifest without one."""
         if self._receiver is not None:
             try:
-                hashes, sizes, problems, outcomes = pickle.loads(self._receiver.recv_bytes())
+                packed: _Packed = pickle.loads(self._receiver.recv_bytes())
+                hashes, sizes, problems, outcomes, self.stock = packed
                 names = hashes.decode(_NAMES, "surrogateescape").split("/") if sizes else []
                 with contextlib.suppress(EOFError, OSError):  # the sizes are in all the same
                     self.peak_rss_mb = self._receiver.recv()
@@ -115,7 +128,10 @@ class PendingSizes:
                 pass
             finally:
                 self.cancel()
-        return tarball_sizes(self._specs)
+        stock = FileStock(STOCK_KIND)
+        found = tarball_sizes(self._specs, stock)
+        self.stock = stock.digest()
+        return found
 
     def cancel(self) -> None:
         """Stop reading (the build stops, or the sizes are in)."""
@@ -131,18 +147,19 @@ class PendingSizes:
         self._process, self._receiver = None, None
 
 
-def tarball_sizes(specs: Path) -> Sizes:
-    """The sizes of a folder's spec manifests, read in this process."""
+def tarball_sizes(specs: Path, stock: FileStock | None = None) -> Sizes:
+    """The sizes of a folder's spec manifests, read in this process (each fed to
+    `stock` as it was read)."""
     unlisted: list[Problem] = []
-    sizes, problems = read_sizes(list(_each_manifest(specs, unlisted)))
+    sizes, problems = read_sizes(_each_manifest(specs, unlisted), stock)
     return sizes, unlisted + problems
 
 
-def manifest_paths(specs: Path | str) -> list[str]:
+def manifest_paths(specs: Path | str) -> Iterator[str]:
     """The spec manifests under `specs` (`*/*.spec.manifest.json`), sorted as paths sort
-    (folder, then file name): listed by name, as Path objects took seconds at a million.
-    A folder that cannot be listed is passed over, as `Path.glob` does."""
-    return list(_each_manifest(specs))
+    (folder, then file name), as they are listed: by name, as Path objects took seconds
+    at a million. A folder that cannot be listed is passed over, as `Path.glob` does."""
+    return _each_manifest(specs)
 
 
 def _holds_at_least(specs: Path, count: int) -> bool:
@@ -189,13 +206,15 @@ def _is_manifest(entry: os.DirEntry[str]) -> bool:
     return entry.name.endswith(MANIFEST_SUFFIX)
 
 
-def read_sizes(paths: Iterable[str]) -> Sizes:
+def read_sizes(paths: Iterable[str], stock: FileStock | None = None) -> Sizes:
     """Tarball sizes by spec hash (the last part of a manifest's name), and a problem for
-    each manifest without one."""
+    each manifest without one; each manifest fed to `stock` as it was read."""
     sizes: dict[str, int] = {}
     problems: list[Problem] = []
     for path in paths:
-        size = _tarball_size(path)
+        size, status = _tarball_size(path)
+        if stock is not None:
+            stock.add(path, status)
         if size is None:
             problems.append(Problem(path, _NO_SIZE))
         else:
@@ -217,10 +236,12 @@ def _send_sizes(
     hashes, sizes = bytearray(), array("q")
     unlisted: list[Problem] = []
     problems: list[Problem] = []
+    stock = FileStock(STOCK_KIND)
     for count, path in enumerate(_each_manifest(specs, unlisted)):
         if count % _CHECK_EVERY == 0 and os.getppid() != build:
             return
-        size = _tarball_size(path)
+        size, status = _tarball_size(path)
+        stock.add(path, status)
         if size is None:
             problems.append(Problem(path, _NO_SIZE))
         else:
@@ -232,7 +253,7 @@ def _send_sizes(
         if os.getppid() != build:
             return
         outcomes.append(pack(view_outcome(view, opener)))
-    packed: _Packed = (bytes(hashes[:-1]), sizes, unlisted + problems, outcomes)
+    packed: _Packed = (bytes(hashes[:-1]), sizes, unlisted + problems, outcomes, stock.digest())
     payload = pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
     try:
         sender.send_bytes(payload)
@@ -264,14 +285,20 @@ def _hash_of(path: str) -> str:
     return path.rsplit("/", 1)[-1].removesuffix(MANIFEST_SUFFIX).rsplit("-", 1)[-1]
 
 
-def _tarball_size(path: str) -> int | None:
+def _tarball_size(path: str) -> tuple[int | None, os.stat_result | None]:
+    """The tarball size a manifest gives (None: none), and the status of the file as it
+    was read (None: it could not be)."""
     try:
-        document = orjson.loads(strip_clearsign(read_regular(path)))
+        data, status = read_regular_status(path)
+    except OSError:
+        return None, None
+    try:
+        document = orjson.loads(strip_clearsign(data))
         size = next(
             r["contentLength"]
             for r in document["data"]
             if str(r.get("mediaType", "")).startswith(TARBALL_MEDIA_TYPE)
         )
-    except (OSError, ValueError, KeyError, TypeError, StopIteration):
-        return None
-    return size if isinstance(size, int) and size >= 0 else None
+    except (ValueError, KeyError, TypeError, StopIteration):
+        return None, status
+    return (size if isinstance(size, int) and size >= 0 else None), status

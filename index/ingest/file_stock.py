@@ -1,0 +1,54 @@
+"""Many small files known by name, size and time, as one digest.
+
+A local mirror has files its ingest reads past the opener: a spec manifest per binary
+(a million at 1M specs), a v2 mirror's spec files when it has no index. Reading them
+again for a fingerprint would not be cheap, so their names, sizes and modification
+times stand for them (identity.py). `FileStock` hashes those as they are given, in the
+order the files are listed, without holding the list (a million entries were some 200 MB
+of the build's memory). The reader of the spec manifests gives it the status of each file
+as it opened it (tarball_sizes.py), so no file is looked at twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+__all__ = ["FileStock"]
+
+# Files per JSON line fed: a line each took 0.9 s for 200,000 files, 0.2 s so.
+_FILES_PER_LINE = 10_000
+
+
+class FileStock:
+    """The sha256 of files' names, sizes and times, fed in order; `digest()` is None when
+    one of them could not be looked at."""
+
+    def __init__(self, kind: str) -> None:
+        self._kind = kind
+        self._sha = hashlib.sha256()
+        self._line: list[tuple[str, int, int]] = []
+        self.complete = True
+
+    def add(self, path: str, status: os.stat_result | None = None) -> None:
+        """The file at `path` (text: a `Path` per file is a second at a million), by the
+        `status` it was read with, else by its status now."""
+        if status is None:
+            try:
+                status = os.stat(path)  # noqa: PTH116 (a text path, as listed)
+            except OSError:  # gone, or a link to nothing: nothing stands for it
+                self.complete = False
+                return
+        self._line.append((path.rsplit("/", 1)[-1], status.st_size, status.st_mtime_ns))
+        if len(self._line) == _FILES_PER_LINE:
+            self._feed()
+
+    def digest(self) -> str | None:
+        self._feed()
+        return self._sha.hexdigest() if self.complete else None
+
+    def _feed(self) -> None:
+        if self._line:
+            self._sha.update(json.dumps([self._kind, self._line]).encode() + b"\n")
+            self._line = []

@@ -1,0 +1,89 @@
+"""`FileStock`: many files as one digest of their names, sizes and times, in order."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cachegql.index.ingest.file_stock import FileStock
+from cachegql.index.ingest.files import read_regular_status
+
+
+def _digest(paths: list[Path], kind: str = "files") -> str | None:
+    stock = FileStock(kind)
+    for path in paths:
+        stock.add(str(path))
+    return stock.digest()
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> list[Path]:
+    paths = [tmp_path / f"file-{n}.json" for n in range(5)]
+    for n, path in enumerate(paths):
+        path.write_bytes(b"x" * n)
+    return paths
+
+
+def test_the_status_a_file_was_read_with_stands_for_it_as_it_is_now(files: list[Path]) -> None:
+    read = FileStock("files")
+    for path in files:
+        read.add(str(path), read_regular_status(path)[1])
+    assert read.digest() == _digest(files) is not None
+
+
+def test_a_digest_is_of_the_names_sizes_times_order_and_kind(files: list[Path]) -> None:
+    before = _digest(files)
+    assert _digest(files) == before
+    assert _digest(files, kind="other") != before
+    assert _digest(files[::-1]) != before
+    assert _digest(files[:-1]) != before
+
+    status = files[2].stat()
+    os.utime(files[2], ns=(status.st_atime_ns, status.st_mtime_ns + 1))  # touched only
+    assert _digest(files) != before
+    os.utime(files[2], ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert _digest(files) == before
+
+    # Rewritten to the same size with its time put back: not seen, as documented.
+    status = files[3].stat()
+    files[3].write_bytes(b"y" * 3)
+    os.utime(files[3], ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert _digest(files) == before
+
+    status = files[0].stat()
+    files[0].write_bytes(b"zz")  # grown, its time put back
+    os.utime(files[0], ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert _digest(files) != before
+    files[0].write_bytes(b"")
+    os.utime(files[0], ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert _digest(files) == before
+
+    renamed = files[1].rename(files[1].with_name("renamed.json"))  # its time kept
+    assert _digest([files[0], renamed, *files[2:]]) != before
+
+
+def test_a_file_that_cannot_be_looked_at_leaves_no_digest(files: list[Path]) -> None:
+    files[4].unlink()
+    assert _digest(files) is None
+    dangling = files[0].parent / "dangling.json"
+    dangling.symlink_to(files[0].parent / "nowhere")
+    assert _digest([*files[:4], dangling]) is None
+    assert _digest(files[:4]) is not None
+
+
+def test_more_files_than_a_line_holds(tmp_path: Path) -> None:
+    """Fed 10,000 to a line: the digest does not depend on how they were fed."""
+    paths = []
+    for n in range(10_005):
+        path = tmp_path / f"{n:05}.json"
+        path.touch()
+        paths.append(path)
+    whole = _digest(paths)
+    assert whole is not None
+    assert _digest(paths[:-1]) != whole
+    again = FileStock("files")
+    for path in paths:
+        again.add(str(path), path.stat())
+    assert again.digest() == whole
