@@ -71,15 +71,16 @@ def write_dag(
     runs = lengths[rows]
     run_start = start[number[rows]] - (np.cumsum(runs) - runs)
     taken = np.repeat(run_start, runs) + np.arange(int(offsets[-1]), dtype=np.int64)
-    targets = _numbers(edges.targets)[taken]
+    kinds = _numbers(edges.kinds)[taken]
+    targets = _numbers(edges.kind_targets)[kinds]
     target_ids = row_of[targets].astype(np.int32) if len(targets) else _EMPTY
     if len(target_ids) and int(target_ids.min()) < 0:
         # Every dependency is a row (a spec or a node): a target without one is a bug of
         # the ingest, refused here rather than written for the server to refuse on load.
         raise ValueError("an edge points to a node that is neither a spec nor a node row")
     masks = np.array([_mask(d) for d in edges.deptype_sets] or [0], dtype=np.uint8)
-    deptypes = masks[_numbers(edges.deptypes)[taken]]
-    virtuals, virtual_sets = _first_seen(_numbers(edges.virtuals)[taken], edges.virtual_sets)
+    deptypes = masks[_numbers(edges.kind_deptypes)[kinds]]
+    virtuals, virtual_sets = _first_seen(_numbers(edges.kind_virtuals)[kinds], edges.virtual_sets)
     np.save(folder / "edges.offsets.npy", offsets)
     np.save(folder / "edges.targets.npy", target_ids)
     np.save(folder / "edges.deptypes.npy", deptypes)

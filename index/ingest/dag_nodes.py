@@ -79,6 +79,7 @@ class Database:
     version: int | None
     nodes: dict[str, Node] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    _compilers: dict[str, Compiler] = field(default_factory=dict, repr=False, compare=False)
 
     def merge(self, other: Database) -> None:
         """Add `other`'s nodes; a node seen as a binary anywhere stays a binary."""
@@ -108,8 +109,12 @@ class Database:
             f"{','.join(langs)}={name}@{version}" if version else f"{','.join(langs)}={name}"
             for _, langs, name, version in by_language
         )
-        _, _, name, version = by_language[0]
-        return Compiler(name=name, version=version, raw=raw)
+        # One object per compiler: a million nodes have a few dozen.
+        compiler = self._compilers.get(raw)
+        if compiler is None:
+            _, _, name, version = by_language[0]
+            compiler = self._compilers[raw] = Compiler(name=name, version=version, raw=raw)
+        return compiler
 
 
 _NONE = Compiler(name="none", version=None, raw="none")

@@ -55,14 +55,12 @@ class TagGraph:
         database = self.database
         self.extras = TagTable(self.tag)
         self.edges = EdgeArrays()
-        dangling: dict[str, Edge] = {}
         for digest, node in sorted(database.nodes.items()):
             self.edges.add(digest, node.edges)
-            for edge in node.edges:
-                if edge.hash not in database.nodes:
-                    dangling.setdefault(edge.hash, edge)
             if digest not in self.stacks:
                 self.extras.add(node.record(self.tag, database.compiler_of(node), (), None), -1)
+        dangling = self.edges.dangling(known=database.nodes)
+        self.edges.seal()
         for _, edge in sorted(dangling.items()):
             self.extras.add(_unknown_node(self.tag, edge), -1)
         self.database = Database(database.source, database.version)
