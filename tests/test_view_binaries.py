@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
+from cachegql.index import StrictModeError, build_index
 from cachegql.index.ingest import tarball_sizes
 from cachegql.index.ingest.buildcache import V3_INDEX, read_mirror
 from cachegql.index.ingest.identity import RecordingOpener
@@ -128,3 +129,36 @@ def test_the_reader_reads_views_within_the_builds_limits(
     assert there == here
     assert view.name in here["stacks"]
     assert not [p for p in here["problems"] if p.path == str(view)]
+
+
+def test_a_view_listing_binaries_the_index_lacks_is_named_and_the_rest_kept(
+    mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view written after the index (as a stack's pipeline pushes it) can list a binary
+    the index does not hold yet: a problem naming the view, not a failed build."""
+    copy = Path(shutil.copytree(mirror, tmp_path / "mirror"))
+    view = _views(copy)[0]
+    document = json.loads(_blob(copy, view).read_bytes())
+    installs = document["database"]["installs"]
+    listed = sorted(h for h, record in installs.items() if record["in_buildcache"])
+    record = json.loads(json.dumps(installs[listed[0]]))
+    for extra in ("a" * 32, "b" * 32):
+        installs[extra] = {**record, "spec": {**record["spec"], "hash": extra}}
+    _name_blob(copy, view, json.dumps(document).encode())
+
+    there = _read(copy, 1, monkeypatch)
+    here = _read(copy, 10**9, monkeypatch)
+    assert there.pop("read by a process") and not here.pop("read by a process")
+    assert there == here
+    assert here["stacks"][view.name] == listed
+    assert [(p.path, p.message) for p in here["problems"]] == [
+        (
+            str(view),
+            f"view lists 2 binaries the mirror's index does not hold ({'a' * 32}, "
+            f"{'b' * 32}); left out of stack {view.name}",
+        )
+    ]
+    report = build_index([copy], tmp_path / "ix", tag="develop")
+    assert report.specs == len(read_mirror(Location(str(mirror)), Opener(), "root").sizes)
+    with pytest.raises(StrictModeError, match="view lists 2 binaries"):
+        build_index([copy], tmp_path / "strict", tag="develop", strict=True)
