@@ -38,7 +38,12 @@ from cachegql.index.ingest.spackdb import (
     strip_clearsign,
 )
 from cachegql.index.ingest.tarball_sizes import PendingSizes
-from cachegql.index.ingest.view_binaries import ViewBlob, ViewOutcome, view_outcome
+from cachegql.index.ingest.view_binaries import (
+    ViewBlob,
+    ViewOutcome,
+    held_binaries,
+    view_outcome,
+)
 from cachegql.index.records import Problem
 
 __all__ = [
@@ -159,7 +164,7 @@ def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
             if outcome.problem is not None:
                 data.problems.append(Problem(view.source, f"view skipped: {outcome.problem}"))
             else:
-                data.stacks[view.name] = _indexed(outcome.hashes, view, database, data.problems)
+                data.stacks[view.name] = held_binaries(outcome, view, database, data.problems)
     except BaseException:
         if sizes is not None:
             sizes.cancel()
@@ -167,27 +172,6 @@ def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
     if sizes is not None:
         data.problems.extend(problems)
     return data
-
-
-def _indexed(
-    hashes: AbstractSet[str], view: ViewBlob, database: Database, problems: list[Problem]
-) -> AbstractSet[str]:
-    """The binaries of `view` that the mirror's index holds: a view written after the
-    index (a stack's pipeline pushes its view before the index is rebuilt) may list
-    binaries the index does not have yet, which are named and left out."""
-    missing = sorted(digest for digest in hashes if digest not in database.nodes)
-    if not missing:
-        return hashes
-    examples = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
-    problems.append(
-        Problem(
-            view.source,
-            f"view lists {len(missing)} {'binary' if len(missing) == 1 else 'binaries'} "
-            "the mirror's index does not hold "
-            f"({examples}); left out of stack {view.name}",
-        )
-    )
-    return hashes - set(missing)
 
 
 def _view_blobs(root: Location, opener: Opener) -> list[ViewBlob | Problem]:

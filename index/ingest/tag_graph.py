@@ -33,6 +33,13 @@ class TagGraph:
     sizes: dict[str, int] = field(default_factory=dict)
     extras: TagTable | None = None
     edges: EdgeArrays = field(default_factory=EdgeArrays)
+    _sorted: list[str] | None = field(default=None, repr=False)
+
+    def _order(self) -> list[str]:
+        """Every node's hash, sorted once for `binaries` and `finish` (1 s at 1M)."""
+        if self._sorted is None:
+            self._sorted = sorted(self.database.nodes)
+        return self._sorted
 
     def add(self, data: CacheData) -> None:
         self.database.merge(data.database)
@@ -40,12 +47,17 @@ class TagGraph:
             for digest in hashes:
                 self.stacks.setdefault(digest, set()).add(label)
         self.sizes.update(data.sizes)
+        self._sorted = None
 
     def binaries(self) -> Iterable[SpecRecord]:
-        database = self.database
-        for digest in sorted(self.stacks):
+        """The binaries' records, by hash (every binary is a node: a view's binaries
+        that its index lacks are left out as it is read)."""
+        database, labels = self.database, self.stacks
+        for digest in self._order():
+            if digest not in labels:
+                continue
             node = database.nodes[digest]
-            stacks = tuple(sorted(self.stacks[digest]))
+            stacks = tuple(sorted(labels[digest]))
             size = self.sizes.get(digest)
             yield node.record(self.tag, database.compiler_of(node), stacks, size)
 
@@ -55,7 +67,8 @@ class TagGraph:
         database = self.database
         self.extras = TagTable(self.tag)
         self.edges = EdgeArrays()
-        for digest, node in sorted(database.nodes.items()):
+        for digest in self._order():
+            node = database.nodes[digest]
             self.edges.add(digest, node.edges)
             if digest not in self.stacks:
                 self.extras.add(node.record(self.tag, database.compiler_of(node), (), None), -1)
@@ -64,7 +77,7 @@ class TagGraph:
         for _, edge in sorted(dangling.items()):
             self.extras.add(_unknown_node(self.tag, edge), -1)
         self.database = Database(database.source, database.version)
-        self.stacks, self.sizes = {}, {}
+        self.stacks, self.sizes, self._sorted = {}, {}, None
         return list(dangling.values())
 
 

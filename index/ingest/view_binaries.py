@@ -10,16 +10,19 @@ core while the index is parsed, else by the build itself, with the same function
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from cachegql.index.ingest.inflate import inflated
 from cachegql.index.ingest.locations import Location, Opener, ReadError
-from cachegql.index.ingest.spackdb import SourceFormatError, binary_hashes
+from cachegql.index.ingest.spackdb import Database, SourceFormatError, binary_hashes
+from cachegql.index.records import Problem
 
 __all__ = [
     "PackedOutcome",
     "ViewBlob",
     "ViewOutcome",
+    "held_binaries",
     "pack",
     "unpack",
     "view_outcome",
@@ -78,3 +81,25 @@ def view_outcome(view: ViewBlob, opener: Opener) -> ViewOutcome:
         return ViewOutcome(hashes=frozenset(hashes))
     except (ReadError, SourceFormatError) as exc:
         return ViewOutcome(problem=str(exc))
+
+
+def held_binaries(
+    outcome: ViewOutcome, view: ViewBlob, database: Database, problems: list[Problem]
+) -> AbstractSet[str]:
+    """The binaries of `view` (as its `outcome` has them) that the mirror's index holds:
+    a view written after the index (a stack's pipeline pushes its view before the index
+    is rebuilt) may list binaries the index does not have yet, named and left out."""
+    hashes = outcome.hashes
+    missing = sorted(digest for digest in hashes if digest not in database.nodes)
+    if not missing:
+        return hashes
+    examples = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+    problems.append(
+        Problem(
+            view.source,
+            f"view lists {len(missing)} {'binary' if len(missing) == 1 else 'binaries'} "
+            "the mirror's index does not hold "
+            f"({examples}); left out of stack {view.name}",
+        )
+    )
+    return hashes - set(missing)
