@@ -74,7 +74,8 @@ def test_a_file_that_cannot_be_looked_at_leaves_no_digest(files: list[Path]) -> 
 
 
 def test_more_files_than_a_line_holds(tmp_path: Path) -> None:
-    """Fed 10,000 to a line: the digest does not depend on how they were fed."""
+    """Past a line's 10,000 files: every file counts, and a status given (as a reader
+    gives the one it read with) is the status looked up now."""
     paths = []
     for n in range(10_005):
         path = tmp_path / f"{n:05}.json"

@@ -24,6 +24,7 @@ from cachegql.index import IndexStore, StrictModeError, build_index
 from cachegql.index import build as build_module
 from cachegql.index.build import BuildReport, code_digest
 from cachegql.index.ingest import SourceLimits, tarball_sizes
+from cachegql.index.ingest.files import read_regular_status
 from cachegql.server.fetch import HttpReader
 from tests import oracle_queries as oq
 from tests.conftest import CLI, PAGES, serving
@@ -548,3 +549,27 @@ def test_a_spec_file_mirror_changed_during_the_build_is_read_again(
     after = build_index(given, out, tag="develop")
     assert after.reused == ["v0.22", "v0.23"]
     assert build_index(given, out, tag="develop").reused == list(TAGS)
+
+
+def test_the_manifests_are_known_by_their_status_before_they_were_read(
+    generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest touched right after it was read (its status taken before) makes the
+    next build read the tag again: the stock is never of content newer than was read."""
+    mirror = Path(shutil.copytree(generated / "develop" / "mirror", tmp_path / "mirror"))
+    out = tmp_path / "ix"
+    target = str(sorted((mirror / "v3" / "manifests" / "spec").glob("*/*.json"))[3])
+
+    def read_then_touch(path: str) -> tuple[bytes, os.stat_result]:
+        found = read_regular_status(path)
+        if path == target:
+            status = Path(path).stat()
+            os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 1000))
+        return found
+
+    monkeypatch.setattr(tarball_sizes, "read_regular_status", read_then_touch)
+    build_index([mirror], out, tag="develop")
+    monkeypatch.undo()
+    again = build_index([mirror], out, tag="develop")
+    assert again.reused == [] and again.compared == 1
+    assert build_index([mirror], out, tag="develop").reused == ["develop"]

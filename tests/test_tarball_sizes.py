@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import shutil
 import signal
 import threading
 from pathlib import Path
@@ -180,7 +181,7 @@ def test_a_folder_that_cannot_be_listed_even_by_root(
     assert [(p.path, p.message) for p in problems] == [
         (f"{root}/shut", f"{UNLISTED} (Permission denied)")
     ]
-    assert _sent(root)[:2] == (sizes, problems)
+    assert _sent(root) == (sizes, problems, _stock_now(root))
 
 
 def _sent(specs: Path) -> tuple[dict[str, int], list[Any], str | None]:
@@ -214,3 +215,19 @@ def test_what_the_reader_sends_unpacks_to_what_this_process_reads(specs: Path) -
     here = tarball_sizes(specs, stock)
     assert _sent(specs) == (*here, stock.digest())
     assert stock.digest() == _stock_now(specs) is not None
+
+
+def test_a_manifest_that_cannot_be_read_leaves_no_stock(tmp_path: Path, specs: Path) -> None:
+    """Its status after the failed read could be of content never read: nothing stands
+    for it, so its tag gets no fingerprint (and is read again), by either reader."""
+    root = tmp_path / "specs"
+    shutil.copytree(specs, root)
+    folder = next(p for p in root.iterdir() if p.is_dir())
+    os.mkfifo(folder / "pipe-1.0-hpipe.spec.manifest.json")
+    stock = FileStock(STOCK_KIND)
+    sizes, problems = tarball_sizes(root, stock)
+    assert "hpipe" not in sizes
+    assert any(p.path.endswith("pipe-1.0-hpipe.spec.manifest.json") for p in problems)
+    assert stock.digest() is None
+    assert _sent(root)[2] is None
+    assert _stock_now(root) is not None  # a stat alone sees the pipe

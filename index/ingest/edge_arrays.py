@@ -36,9 +36,10 @@ class EdgeArrays:
         self._deptype_codes: dict[tuple[str, ...], int] = {}
         self._virtual_codes: dict[tuple[str, ...], int] = {(): 0}
         # Each edge object's kind, by `id`: the objects are kept (`_kept`) so that no id
-        # is reused while they are looked up; `seal` lets them go.
+        # is reused while they are looked up; `seal` lets them go, and ends the adding.
         self._kind_of: dict[int, int] = {}
         self._kept: list[Edge] = []
+        self._sealed = False
 
     @classmethod
     def of(cls, edges: Mapping[str, Iterable[Edge]]) -> EdgeArrays:
@@ -60,6 +61,7 @@ class EdgeArrays:
 
     def add(self, digest: str, edges: Iterable[Edge]) -> None:
         """Record the direct edges of `digest` (once per node)."""
+        self._check_open()
         node = self.id(digest)
         kinds, kind_of, kind = self.kinds, self._kind_of, self._kind
         before = self.start[node] = len(kinds)
@@ -71,6 +73,7 @@ class EdgeArrays:
     def dangling(self, known: Container[str]) -> dict[str, Edge]:
         """The first edge met to each node not `known`, by its hash, in the order
         met: the first edge to a node is always a new kind, so the kinds tell it."""
+        self._check_open()
         found: dict[str, Edge] = {}
         for edge in self._kept:
             if edge.hash not in known:
@@ -79,11 +82,15 @@ class EdgeArrays:
 
     def seal(self) -> None:
         """No more edges: let go of the edge objects (the arrays hold all they said)."""
-        self._kind_of, self._kept = {}, []
+        self._kind_of, self._kept, self._sealed = {}, [], True
+
+    def _check_open(self) -> None:
+        if self._sealed:
+            raise RuntimeError("edges added or asked for after seal(): the edge objects are gone")
 
     def _kind(self, edge: Edge) -> int:
         """A new kind for `edge` (its target numbered if first met)."""
-        kind = self._kind_of[id(edge)] = len(self._kept)
+        kind = self._kind_of[id(edge)] = len(self.kind_targets)
         self._kept.append(edge)
         self.kind_targets.append(self.id(edge.hash))
         code = self._deptype_codes.get(edge.deptypes)

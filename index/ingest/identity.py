@@ -115,6 +115,7 @@ class RecordingOpener(Opener):
             self.digests[location.text] = sha256.lower()
 
     def stocked(self, folder: Location, stock: str | None) -> None:
+        """Kept for the fingerprint: the files of `folder` as the ingest read them."""
         self.file_stocks[folder.text] = stock
 
     def digest(self, location: Location) -> str:
@@ -208,7 +209,7 @@ def _is_mirror(request: CacheRequest) -> bool:
 
 def _look(root: Location, manifests: bool = True) -> Stock | None:
     """A local mirror's `Stock` (without its spec manifests' unless `manifests`); None
-    if a folder of it cannot be listed, or a file in it looked at."""
+    if a folder of it cannot be listed, or a file in it cannot be looked at."""
     try:
         views = view_names(root) if root.join(*V3_INDEX).path.is_dir() else []
         # A spec manifest per binary (a million at 1M specs), each read for its tarball's
@@ -266,7 +267,10 @@ def _mirror(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
     for view in stock.views:
         _feed(digest, "view", view, opener.digest(index.join(view, MANIFEST)))
     specs = root.join(*V3_SPECS)
-    manifests = stock.spec_manifests or opener.file_stocks.get(specs.text)
+    if stock.spec_manifests is not None:  # looked at before a read (a previous build's)
+        manifests: str | None = stock.spec_manifests
+    else:  # as the ingest's reader read them
+        manifests = opener.file_stocks.get(specs.text)
     if manifests is None:
         raise ReadError(f"{specs}: not every spec manifest was read or could be looked at")
     _feed(digest, STOCK_KIND, manifests)

@@ -1,0 +1,73 @@
+"""Wall time of each stage of one `cachegql index` run, in this process.
+
+    .venv/bin/python bench/build_stages.py index MIRROR --tag develop --out DIR -q
+
+Runs the CLI with the arguments given, each stage's function wrapped in a timer, and
+prints the seconds spent in each (stages nest: `_read_v3` holds `_read_records` and the
+wait for the manifest reader, `sizes.result`; `_add_graph` holds `finish`;
+`write_tag_folder` holds `write_tag` and `write_text_index`). A stage is a whole
+function, so the timers cost nothing per spec; what a stage's own time is made of is
+cProfile's business (docs/benchmarks/ingest-speed.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import importlib
+import sys
+import time
+from collections import defaultdict
+from typing import Any
+
+SECONDS: defaultdict[str, float] = defaultdict(float)
+STAGES = (  # module, attribute path, label
+    ("cachegql.index.build", "take_stock", "take_stock"),
+    ("cachegql.index.build", "tag_fingerprint", "tag_fingerprint"),
+    ("cachegql.index.build", "write_tag_folder", "write_tag_folder"),
+    ("cachegql.index.ingest.buildcache", "_read_v3", "_read_v3"),
+    ("cachegql.index.ingest.spackdb", "_read_records", "_read_records"),
+    ("cachegql.index.ingest.tarball_sizes", "PendingSizes.result", "sizes.result"),
+    ("cachegql.index.ingest.tag_graph", "TagGraph.add", "graph.add"),
+    ("cachegql.index.ingest.ingest", "_add_graph", "_add_graph"),
+    ("cachegql.index.ingest.tag_graph", "TagGraph.finish", "finish"),
+    ("cachegql.index.disk.write", "write_tag", "write_tag"),
+    ("cachegql.index.disk.write", "write_text_index", "write_text_index"),
+)
+
+
+def _timed(owner: Any, name: str, label: str) -> None:
+    function = getattr(owner, name)
+
+    @functools.wraps(function)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            SECONDS[label] += time.perf_counter() - started
+
+    setattr(owner, name, timed)
+
+
+def main() -> None:
+    for module, path, label in STAGES:
+        owner: Any = importlib.import_module(module)
+        *outer, name = path.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        _timed(owner, name, label)
+    _timed(gc, "collect", "gc.collect")
+    from cachegql.server.cli import main as cli
+
+    started = time.perf_counter()
+    with contextlib.suppress(SystemExit):
+        cli(sys.argv[1:])
+    print(f"{'total':20s} {time.perf_counter() - started:7.2f} s")
+    for label, seconds in SECONDS.items():
+        print(f"{label:20s} {seconds:7.2f} s")
+
+
+if __name__ == "__main__":  # the manifest reader is spawned: it imports this file again
+    main()
