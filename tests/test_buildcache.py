@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,66 @@ def test_a_bad_index_is_named_and_the_rest_loads(
     with pytest.raises(StrictModeError, match=reason):
         build_index([listing], tmp_path / "strict", strict=True)
     assert not (tmp_path / "strict").exists()  # nothing published
+
+
+def _hostile(change: Any) -> bytes:
+    """SMALL with hdf5's record changed by `change(spec)`."""
+    key, record = HDF5
+    record = json.loads(json.dumps(record))
+    change(record["spec"])
+    return index(GCC, ZLIB, (key, record))
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda s: s.update(dependencies={"zlib": 1}), "a dependency must be an object"),
+        (
+            lambda s: s["dependencies"][0].update(parameters=1),
+            "dependency 'zlib': 'parameters' must be an object",
+        ),
+        (
+            lambda s: s["dependencies"][0]["parameters"].update(deptypes=1),
+            "dependency 'zlib': 'deptypes' must be a string or a list of strings",
+        ),
+        (
+            lambda s: s["dependencies"][0]["parameters"].update(deptypes=[{}]),
+            "'deptypes' must be a string or a list of strings",
+        ),
+        (
+            lambda s: s["dependencies"][1]["parameters"].update(virtuals=[{}]),
+            "dependency 'gcc': 'virtuals' must be a string or a list of strings",
+        ),
+    ],
+    ids=[
+        "dependency-not-object",
+        "parameters-not-object",
+        "deptypes-int",
+        "deptypes-dicts",
+        "virtuals-dicts",
+    ],
+)
+def test_a_hostile_record_is_skipped_by_name_and_the_rest_loads(
+    change: Any, reason: str, tmp_path: Path
+) -> None:
+    """Found by mutating every value of real records (no record of Spack's own is so)."""
+    source = write(tmp_path / "index.json", _hostile(change))
+    report = build_index([source], tmp_path / "ix", tag="develop")
+    assert report.specs == 1  # zlib; hdf5 skipped
+    [problem] = report.problems
+    assert problem.path == str(source)
+    assert problem.message.startswith(f"record {HDF5[0]} skipped: ")
+    assert reason in problem.message
+    with pytest.raises(StrictModeError, match=re.escape(reason)):
+        build_index([source], tmp_path / "strict", tag="develop", strict=True)
+
+
+def test_annotations_that_are_no_object_are_not_read(tmp_path: Path) -> None:
+    """`annotations` only ever gives a migrated node's compiler: one that is not an object
+    gives none, and the node is read as the others are."""
+    source = write(tmp_path / "index.json", _hostile(lambda s: s.update(annotations=1)))
+    report = build_index([source], tmp_path / "ix", tag="develop")
+    assert report.specs == 2 and not report.problems
 
 
 def test_a_dependency_missing_from_the_index_is_an_edge_without_a_spec(tmp_path: Path) -> None:

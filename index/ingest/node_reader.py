@@ -74,6 +74,8 @@ class NodeMemo:
         if dependencies is None:
             return ()
         if isinstance(dependencies, dict):  # DB 5 and YAML: name -> {hash, type}
+            if not all(isinstance(body, dict) for body in dependencies.values()):
+                raise ValueError("a dependency must be an object with a 'hash'")
             items: list[Any] = [{**body, "name": name} for name, body in dependencies.items()]
         elif isinstance(dependencies, list):
             items = dependencies
@@ -161,7 +163,8 @@ def _recorded_compiler(node: Mapping[str, Any]) -> Compiler | None:
         name, version = compiler["name"], compiler.get("version")
         version = str(version) if version is not None else None
         return Compiler(name, version, f"{name}@{version}" if version else name)
-    annotated = (node.get("annotations") or {}).get("compiler")
+    annotations = node.get("annotations")
+    annotated = annotations.get("compiler") if isinstance(annotations, dict) else None
     if isinstance(annotated, str) and annotated:
         try:
             return parse_compiler(annotated)
@@ -214,12 +217,13 @@ def _edge(item: Any, aliases: Mapping[str, str]) -> Edge:
         raise ValueError("a dependency must be an object with a 'name'") from None
     if not isinstance(name, str) or not isinstance(digest, str):
         raise ValueError(f"dependency {name!r} has no hash")
+    if parameters and not isinstance(parameters, dict):
+        raise ValueError(f"dependency {name!r}: 'parameters' must be an object")
     if parameters:
         deptypes, virtuals = parameters.get("deptypes") or (), parameters.get("virtuals") or ()
     else:
         deptypes, virtuals = item.get("type") or (), ()
-    deptypes = (deptypes,) if isinstance(deptypes, str) else tuple(deptypes)
-    virtuals = tuple(virtuals)
+    deptypes, virtuals = _texts(deptypes, name, "deptypes"), _texts(virtuals, name, "virtuals")
     # Millions of edges point at a few hundred thousand nodes and have a few kinds:
     # share their strings and tuples.
     return Edge(
@@ -228,6 +232,15 @@ def _edge(item: Any, aliases: Mapping[str, str]) -> Edge:
         _SHARED.setdefault(deptypes, deptypes),
         _SHARED.setdefault(virtuals, virtuals),
     )
+
+
+def _texts(value: object, name: str, key: str) -> tuple[str, ...]:
+    """A dependency's deptypes or virtuals: a string or a list of strings."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ValueError(f"dependency {name!r}: {key!r} must be a string or a list of strings")
 
 
 _SHARED: dict[tuple[str, ...], tuple[str, ...]] = {}
