@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import BuildError, IndexStore, StrictModeError, build_index
 from cachegql.index.ingest import SourceError
+from cachegql.index.ingest.spackdb import read_database
 from cachegql.schema import Context, build_schema
 from cachegql.server.fetch import HttpReader
 from tests import mirror_builder as mb
@@ -226,6 +228,52 @@ def test_a_hostile_record_is_skipped_by_name_and_the_rest_loads(
     assert reason in problem.message
     with pytest.raises(StrictModeError, match=re.escape(reason)):
         build_index([source], tmp_path / "strict", tag="develop", strict=True)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Where each value of a JSON document sits (the document itself first)."""
+    yield prefix
+    if isinstance(value, dict | list):
+        for key, inner in value.items() if isinstance(value, dict) else enumerate(value):
+            yield from _paths(inner, (*prefix, key))
+
+
+_ODD_VALUES: tuple[Any, ...] = (
+    None,
+    0,
+    2**70,
+    1.5,
+    True,
+    "",
+    "x",
+    [],
+    [1],
+    [None],
+    [{}],
+    {},
+    {"a": 1},
+)
+
+
+def test_no_value_of_a_record_makes_reading_an_index_fail() -> None:
+    """Every value of a record replaced by each odd value: the index is read, the record
+    kept or skipped with a problem naming it; never an exception (a traceback)."""
+    key, record = HDF5
+    for path in _paths(record):
+        for odd in _ODD_VALUES:
+            changed: Any = json.loads(json.dumps(record))
+            if path:
+                inner = changed
+                for step in path[:-1]:
+                    inner = inner[step]
+                inner[path[-1]] = odd
+            else:
+                changed = odd
+            database = read_database(index(GCC, ZLIB, (key, changed)), "index.json")
+            kept = key in database.nodes
+            assert kept != bool(database.problems), (path, odd)
+            for problem in database.problems:
+                assert problem.message.startswith(f"record {key} skipped: "), (path, odd)
 
 
 def test_annotations_that_are_no_object_are_not_read(tmp_path: Path) -> None:
