@@ -243,6 +243,8 @@ def test_nearest_takes_a_lockfile_node(client: GraphQLClient) -> None:
         ("hdf5 target=zen9:", "unknown microarchitecture 'zen9'"),
         ('{"name": "hdf5"', "not valid JSON at line 1"),
         ('{"name": "hdf5", "version": "1"}', "the spec node cannot be read: no 'arch' object"),
+        # found by mutating a lockfile's every value: a traceback, an internal error
+        ('{"name": "hdf5", "version": 1180591620717411303424}', "a value no Spack lockfile"),
     ],
 )
 def test_nearest_refuses_what_it_cannot_read(client: GraphQLClient, spec: str, needle: str) -> None:

@@ -104,6 +104,8 @@ def read_lockfile(data: bytes, source: str) -> Lockfile:
         database = read_spec_file(orjson.dumps({"spec": {"nodes": flat}}), source)
     except SourceFormatError as exc:
         raise LockfileError(f"{source}: {exc}") from None
+    except orjson.JSONEncodeError as exc:  # what `json` reads and orjson cannot write
+        raise LockfileError(f"{source}: a value no Spack lockfile holds ({exc})") from None
     lockfile = Lockfile(source=source, version=version, roots=[])
     # The spec file reader names a bad node by position: name it by its key.
     for problem in database.problems:
