@@ -231,3 +231,22 @@ def test_a_manifest_that_cannot_be_read_leaves_no_stock(tmp_path: Path, specs: P
     assert stock.digest() is None
     assert _sent(root)[2] is None
     assert _stock_now(root) is not None  # a stat alone sees the pipe
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b'{"data": "x"}', b'{"data": [1, "x"]}', b"[1]", b'{"data": [{"mediaType": 1}]}'],
+    ids=["data-text", "records-not-objects", "not-an-object", "media-type-number"],
+)
+def test_a_manifest_of_any_shape_is_a_problem_not_a_failure(
+    tmp_path: Path, specs: Path, content: bytes
+) -> None:
+    """Found by mutating every value of a manifest: `"data": "x"` ended the build."""
+    root = tmp_path / "specs"
+    shutil.copytree(specs, root)
+    folder = next(p for p in root.iterdir() if p.is_dir())
+    (folder / "odd-1.0-hodd.spec.manifest.json").write_bytes(content)
+    sizes, problems = tarball_sizes(root)
+    assert "hodd" not in sizes and len(sizes) == 119
+    assert any(p.path.endswith("odd-1.0-hodd.spec.manifest.json") for p in problems)
+    assert PendingSizes(root, process_from=1).result() == (sizes, problems)

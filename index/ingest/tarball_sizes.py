@@ -302,11 +302,12 @@ def _tarball_size(path: str) -> tuple[int | None, os.stat_result | None]:
         return None, None
     try:
         document = orjson.loads(strip_clearsign(data))
+        records = document.get("data") if isinstance(document, dict) else None
         size = next(
-            r["contentLength"]
-            for r in document["data"]
-            if str(r.get("mediaType", "")).startswith(TARBALL_MEDIA_TYPE)
+            r.get("contentLength")
+            for r in (records if isinstance(records, list) else ())
+            if isinstance(r, dict) and str(r.get("mediaType", "")).startswith(TARBALL_MEDIA_TYPE)
         )
-    except (ValueError, KeyError, TypeError, StopIteration):
+    except (ValueError, StopIteration):  # not JSON, no tarball record
         return None, status
     return (size if isinstance(size, int) and size >= 0 else None), status
