@@ -12,7 +12,6 @@ cProfile's business (docs/benchmarks/ingest-speed.md).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import importlib
@@ -62,11 +61,15 @@ def main() -> None:
     from cachegql.server.cli import main as cli
 
     started = time.perf_counter()
-    with contextlib.suppress(SystemExit):
-        cli(sys.argv[1:])
+    code: int | str | None = 0
+    try:
+        code = cli(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
     print(f"{'total':20s} {time.perf_counter() - started:7.2f} s")
     for label, seconds in SECONDS.items():
         print(f"{label:20s} {seconds:7.2f} s")
+    sys.exit(code)  # a failed build fails here too
 
 
 if __name__ == "__main__":  # the manifest reader is spawned: it imports this file again

@@ -110,7 +110,7 @@ def main() -> None:
         before = WORK / f"incremental-{args.specs}-before"
         shutil.rmtree(before.with_name(before.name + ".builds"), ignore_errors=True)
         before.unlink(missing_ok=True)
-        runs = [run(args.before, listing, before) for _ in range(args.repeat)]
+        runs = [run(args.before, listing, before, "--full") for _ in range(args.repeat)]
         rows.append(measure(f"full, {args.before}", runs))
     rows.append(measure("full", [run(venv, listing, out, "--full") for _ in range(args.repeat)]))
     rows.append(measure("nothing changed", [run(venv, listing, out) for _ in range(args.repeat)]))

@@ -22,6 +22,7 @@ from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import BuildError, IndexStore, StrictModeError, build_index
 from cachegql.index.ingest import SourceError
 from cachegql.index.ingest.spackdb import read_database
+from cachegql.index.spack.hashes import is_hash
 from cachegql.schema import Context, build_schema
 from cachegql.server.fetch import HttpReader
 from tests import mirror_builder as mb
@@ -189,7 +190,14 @@ def _hostile(change: Any) -> bytes:
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        (lambda s: s.update(dependencies={"zlib": 1}), "a dependency must be an object"),
+        (
+            lambda s: s.update(dependencies={"zlib": 1}),
+            "dependency 'zlib' must be an object, not int",
+        ),
+        (
+            lambda s: s["dependencies"][0].update(hash="\u00e9"),
+            "dependency 'zlib': hash '\u00e9' is not a Spack hash",
+        ),
         (
             lambda s: s["dependencies"][0].update(parameters=1),
             "dependency 'zlib': 'parameters' must be an object",
@@ -209,6 +217,7 @@ def _hostile(change: Any) -> bytes:
     ],
     ids=[
         "dependency-not-object",
+        "hash-not-ascii",
         "parameters-not-object",
         "deptypes-int",
         "deptypes-dicts",
@@ -246,6 +255,8 @@ _ODD_VALUES: tuple[Any, ...] = (
     True,
     "",
     "x",
+    "\u00e9",
+    "a" * 40,
     [],
     [1],
     [None],
@@ -272,6 +283,8 @@ def test_no_value_of_a_record_makes_reading_an_index_fail() -> None:
             database = read_database(index(GCC, ZLIB, (key, changed)), "index.json")
             kept = key in database.nodes
             assert kept != bool(database.problems), (path, odd)
+            if kept:  # what is kept is written: its hashes are rows' keys
+                assert all(is_hash(edge.hash) for edge in database.nodes[key].edges), (path, odd)
             for problem in database.problems:
                 assert problem.message.startswith(f"record {key} skipped: "), (path, odd)
 

@@ -272,7 +272,7 @@ def test_a_changed_local_v3_mirror_is_read_again(
     assert build_index([mirror], out, tag="develop").reused == ["develop"]
     spec_manifests = sorted((mirror / "v3" / "manifests" / "spec").glob("*/*.json"))
     status = spec_manifests[1].stat()  # touched only: its time is what stands for it
-    os.utime(spec_manifests[1], ns=(status.st_atime_ns, status.st_mtime_ns + 1000))
+    os.utime(spec_manifests[1], ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))
     touched = build_index([mirror], out, tag="develop")
     assert touched.reused == [] and touched.compared == 1
     assert build_index([mirror], out, tag="develop").reused == ["develop"]
@@ -564,7 +564,7 @@ def test_the_manifests_are_known_by_their_status_before_they_were_read(
         found = read_regular_status(path)
         if path == target:
             status = Path(path).stat()
-            os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 1000))
+            os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))
         return found
 
     monkeypatch.setattr(tarball_sizes, "read_regular_status", read_then_touch)

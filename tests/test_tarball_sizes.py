@@ -181,7 +181,10 @@ def test_a_folder_that_cannot_be_listed_even_by_root(
     assert [(p.path, p.message) for p in problems] == [
         (f"{root}/shut", f"{UNLISTED} (Permission denied)")
     ]
-    assert _sent(root) == (sizes, problems, _stock_now(root))
+    # A folder not read leaves no stock: its tag gets no fingerprint, as for a failed read.
+    assert _sent(root) == (sizes, problems, None)
+    stock = FileStock(STOCK_KIND)
+    assert tarball_sizes(root, stock) == (sizes, problems) and stock.digest() is None
 
 
 def _sent(specs: Path) -> tuple[dict[str, int], list[Any], str | None]:

@@ -17,10 +17,12 @@ import pytest
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import StrictModeError, build_index
 from cachegql.index.ingest import tarball_sizes
-from cachegql.index.ingest.buildcache import V3_INDEX, read_mirror
+from cachegql.index.ingest.buildcache import V3_INDEX, CacheData, read_mirror
+from cachegql.index.ingest.dag_nodes import Database
 from cachegql.index.ingest.identity import RecordingOpener
 from cachegql.index.ingest.limits import EXPANSION_FLOOR, SourceLimits
 from cachegql.index.ingest.locations import Location, Opener
+from cachegql.index.ingest.tag_graph import TagGraph
 
 
 def _views(mirror: Path) -> list[Path]:
@@ -162,3 +164,12 @@ def test_a_view_listing_binaries_the_index_lacks_is_named_and_the_rest_kept(
     assert report.specs == len(read_mirror(Location(str(mirror)), Opener(), "root").sizes)
     with pytest.raises(StrictModeError, match="view lists 2 binaries"):
         build_index([copy], tmp_path / "strict", tag="develop", strict=True)
+
+
+def test_a_stack_hash_that_is_no_node_is_a_bug_not_a_dropped_binary() -> None:
+    """`held_binaries` keeps a view's binaries to the index's nodes; a reader that did
+    not would be told, not have its binaries silently left out."""
+    graph = TagGraph("develop")
+    graph.add(CacheData("cache", Database("cache", 8), {"root": {"a" * 32}}))
+    with pytest.raises(RuntimeError, match="binaries of tag develop that are no node"):
+        list(graph.binaries())

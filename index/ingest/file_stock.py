@@ -7,7 +7,7 @@ times stand for them (identity.py). `FileStock` hashes those as they are given, 
 order the files are listed, without holding the list. The reader of the spec manifests
 gives it the status of each file as it opened it (tarball_sizes.py), so no file is looked
 at twice: a second `stat` of each, and the list of a million entries kept for the tag,
-were 5 s and some 260 MB of a 1M build's peak memory.
+were 5 s and some 260 MiB of a 1M build's peak memory.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _FILES_PER_LINE = 10_000
 
 class FileStock:
     """The sha256 of files' names, sizes and times, fed in order; `digest()` is None when
-    one of them could not be looked at."""
+    one of them could not be looked at or read."""
 
     def __init__(self, kind: str) -> None:
         self._kind = kind

@@ -105,7 +105,10 @@ def read_lockfile(data: bytes, source: str) -> Lockfile:
     except SourceFormatError as exc:
         raise LockfileError(f"{source}: {exc}") from None
     except orjson.JSONEncodeError as exc:  # what `json` reads and orjson cannot write
-        raise LockfileError(f"{source}: a value no Spack lockfile holds ({exc})") from None
+        key = next((k for k, node in zip(keys, flat, strict=True) if not _writable(node)), "?")
+        raise LockfileError(
+            f"{source}: concrete_specs.{key}: a value no Spack lockfile holds ({exc})"
+        ) from None
     lockfile = Lockfile(source=source, version=version, roots=[])
     # The spec file reader names a bad node by position: name it by its key.
     for problem in database.problems:
@@ -127,6 +130,14 @@ def read_lockfile(data: bytes, source: str) -> Lockfile:
             )
         lockfile.roots.append((text, target))
     return lockfile
+
+
+def _writable(node: dict[str, Any]) -> bool:
+    try:
+        orjson.dumps(node)
+    except orjson.JSONEncodeError:
+        return False
+    return True
 
 
 def _kind(value: object) -> str:

@@ -74,8 +74,9 @@ class NodeMemo:
         if dependencies is None:
             return ()
         if isinstance(dependencies, dict):  # DB 5 and YAML: name -> {hash, type}
-            if not all(isinstance(body, dict) for body in dependencies.values()):
-                raise ValueError("a dependency must be an object with a 'hash'")
+            for key, body in dependencies.items():
+                if not isinstance(body, dict):
+                    raise ValueError(f"dependency {key!r} must be an object, not {_kind(body)}")
             items: list[Any] = [{**body, "name": name} for name, body in dependencies.items()]
         elif isinstance(dependencies, list):
             items = dependencies
@@ -223,15 +224,23 @@ def _edge(item: Any, aliases: Mapping[str, str]) -> Edge:
         deptypes, virtuals = parameters.get("deptypes") or (), parameters.get("virtuals") or ()
     else:
         deptypes, virtuals = item.get("type") or (), ()
-    deptypes, virtuals = _texts(deptypes, name, "deptypes"), _texts(virtuals, name, "virtuals")
+    deptypes = _texts(deptypes, name, "deptypes" if parameters else "type")
+    virtuals = _texts(virtuals, name, "virtuals")
+    target = aliases.get(digest, digest)
+    if not is_hash(target):  # it becomes a node of the DAG, and its hash a row's
+        raise ValueError(f"dependency {name!r}: hash {digest!r} is not a Spack hash")
     # Millions of edges point at a few hundred thousand nodes and have a few kinds:
     # share their strings and tuples.
     return Edge(
         intern(name),
-        intern(aliases.get(digest, digest)),
+        intern(target),
         _SHARED.setdefault(deptypes, deptypes),
         _SHARED.setdefault(virtuals, virtuals),
     )
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def _texts(value: object, name: str, key: str) -> tuple[str, ...]:

@@ -64,7 +64,7 @@ class TagGraph:
             yield node.record(self.tag, database.compiler_of(node), stacks, size)
         if yielded != len(labels):  # a reader's bug, not a source's: say so, drop nothing
             missing = sorted(set(labels) - database.nodes.keys())
-            raise ValueError(f"binaries of tag {self.tag} that are no node: {missing[:5]}")
+            raise RuntimeError(f"binaries of tag {self.tag} that are no node: {missing[:5]}")
 
     def finish(self) -> list[Edge]:
         """Fill `extras` and `edges`, drop the nodes; return the edges to hashes no

@@ -152,6 +152,8 @@ def tarball_sizes(specs: Path, stock: FileStock | None = None) -> Sizes:
     `stock` as it was read)."""
     unlisted: list[Problem] = []
     sizes, problems = read_sizes(_each_manifest(specs, unlisted), stock)
+    if unlisted and stock is not None:  # a folder not read: nothing stands for its files
+        stock.unread()
     return sizes, unlisted + problems
 
 
@@ -247,6 +249,8 @@ def _send_sizes(
         else:
             hashes += _hash_of(path).encode(_NAMES, "surrogateescape") + b"/"
             sizes.append(size)
+    if unlisted:  # a folder not read: nothing stands for its files
+        stock.unread()
     opener = Opener(limits=limits)
     outcomes = []
     for view in views:
@@ -310,4 +314,4 @@ def _tarball_size(path: str) -> tuple[int | None, os.stat_result | None]:
         )
     except (ValueError, StopIteration):  # not JSON, no tarball record
         return None, status
-    return (size if isinstance(size, int) and size >= 0 else None), status
+    return (size if type(size) is int and size >= 0 else None), status  # not a bool
