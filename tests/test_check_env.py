@@ -244,7 +244,10 @@ def test_nearest_takes_a_lockfile_node(client: GraphQLClient) -> None:
         ('{"name": "hdf5"', "not valid JSON at line 1"),
         ('{"name": "hdf5", "version": "1"}', "the spec node cannot be read: no 'arch' object"),
         # found by mutating a lockfile's every value: a traceback, an internal error
-        ('{"name": "hdf5", "version": 1180591620717411303424}', "a value no Spack lockfile"),
+        (
+            '{"name": "hdf5", "version": 1180591620717411303424}',
+            "the spec node cannot be read: a value no Spack lockfile holds",
+        ),
     ],
 )
 def test_nearest_refuses_what_it_cannot_read(client: GraphQLClient, spec: str, needle: str) -> None:
@@ -397,3 +400,15 @@ def test_check_environment_refuses_more_specs_than_it_prices(index: Path) -> Non
     assert (
         result.errors and "the lockfile pins 5,001 specs; at most 5,000" in result.errors[0].message
     )
+
+
+def test_a_lockfile_value_beyond_64_bits_is_named_by_its_key() -> None:
+    document = {
+        "_meta": {"lockfile-version": 6},
+        "roots": [],
+        "concrete_specs": {"k" * 32: {"name": "hdf5", "version": 2**70}},
+    }
+    with pytest.raises(
+        LockfileError, match=f"spack.lock: concrete_specs.{'k' * 32}: a value no Spack lockfile"
+    ):
+        read_lockfile(json.dumps(document).encode(), "spack.lock")

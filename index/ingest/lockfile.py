@@ -199,7 +199,12 @@ def read_lock_node(text: str) -> LockedSpec:
     digest = node.get("hash")
     key = digest if isinstance(digest, str) else "a" * 32  # hashless: a stand-in
     document = {"_meta": {"lockfile-version": 6}, "roots": [], "concrete_specs": {key: node}}
-    lockfile = read_lockfile(json.dumps(document).encode(), "the spec node")
+    try:
+        lockfile = read_lockfile(json.dumps(document).encode(), "the spec node")
+    except LockfileError as exc:  # named by the stand-in lockfile's key: say it plainly
+        reason = str(exc).removeprefix("the spec node: ")
+        reason = reason.removeprefix(f"concrete_specs.{key}: ")
+        raise LockfileError(f"the spec node cannot be read: {reason}") from None
     if lockfile.problems or not lockfile.specs:
         reason = lockfile.problems[0].message.split(": ", 1)[-1] if lockfile.problems else ""
         raise LockfileError(f"the spec node cannot be read: {reason}")
