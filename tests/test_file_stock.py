@@ -9,6 +9,8 @@ import pytest
 
 from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.files import read_regular_status
+from cachegql.index.ingest.identity import RecordingOpener
+from cachegql.index.ingest.locations import Location, Opener
 
 
 def _digest(paths: list[Path], kind: str = "files") -> str | None:
@@ -88,3 +90,17 @@ def test_more_files_than_a_line_holds(tmp_path: Path) -> None:
     for path in paths:
         again.add(str(path), path.stat())
     assert again.digest() == whole
+
+
+def test_a_folder_read_twice_with_different_stocks_stands_for_nothing() -> None:
+    """A mirror listed twice in one tag is read twice; if its manifests changed in
+    between, neither stock is what the tag holds."""
+    opener = RecordingOpener(Opener())
+    folder = Location("/mirror/v3/manifests/spec")
+    opener.stocked(folder, "a")
+    opener.stocked(folder, "a")
+    assert opener.file_stocks[folder.text] == "a"
+    opener.stocked(folder, "b")
+    assert opener.file_stocks[folder.text] is None
+    opener.stocked(folder, "b")
+    assert opener.file_stocks[folder.text] is None

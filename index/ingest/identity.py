@@ -115,8 +115,11 @@ class RecordingOpener(Opener):
             self.digests[location.text] = sha256.lower()
 
     def stocked(self, folder: Location, stock: str | None) -> None:
-        """Kept for the fingerprint: the files of `folder` as the ingest read them."""
-        self.file_stocks[folder.text] = stock
+        """Kept for the fingerprint: the files of `folder` as the ingest read them (a
+        mirror listed twice in a tag is read twice: two stocks that differ stand for
+        nothing)."""
+        known = self.file_stocks.get(folder.text, stock)
+        self.file_stocks[folder.text] = stock if known == stock else None
 
     def digest(self, location: Location) -> str:
         """The sha256 of the body at `location`, as read already if it was; ReadError
