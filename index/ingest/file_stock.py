@@ -45,6 +45,14 @@ class FileStock:
         if len(self._line) == _FILES_PER_LINE:
             self._feed()
 
+    def add_read(self, path: str, status: os.stat_result | None) -> None:
+        """The file at `path` by the status it was read with (taken before reading it);
+        None: it could not be read, and nothing stands for it (`unread`)."""
+        if status is None:
+            self.unread()
+        else:
+            self.add(path, status)
+
     def unread(self) -> None:
         """A file that could not be read: its status after the failed read might be of
         content never read, so nothing stands for it (no digest, the tag read again)."""

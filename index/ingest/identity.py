@@ -220,18 +220,18 @@ def _look(root: Location, manifests: bool = True) -> Stock | None:
         # cheap. A manifest rewritten to the same size in the same nanosecond is missed.
         spec_manifests = None
         if manifests:
-            spec_manifests = _stock(STOCK_KIND, manifest_paths(root.join(*V3_SPECS).path))
+            spec_manifests = _stock_now(STOCK_KIND, manifest_paths(root.join(*V3_SPECS).path))
         local = v2_folder(root).path
         files = None
         if not (local / "index.json").is_file():
             paths = (str(p) for p in spec_file_paths(Location(str(local))))
-            files = _stock("spec-files", paths)
+            files = _stock_now("spec-files", paths)
     except (OSError, ReadError):  # a folder that cannot be listed, a file gone since
         return None
     return Stock(tuple(views), spec_manifests, local, files)
 
 
-def _stock(kind: str, paths: Iterable[str]) -> str:
+def _stock_now(kind: str, paths: Iterable[str]) -> str:
     """The `FileStock` of the files at `paths`, as they are now."""
     stock = FileStock(kind)
     for path in paths:

@@ -216,7 +216,7 @@ def read_sizes(paths: Iterable[str], stock: FileStock | None = None) -> Sizes:
     for path in paths:
         size, status = _tarball_size(path)
         if stock is not None:
-            _stock(stock, path, status)
+            stock.add_read(path, status)
         if size is None:
             problems.append(Problem(path, _NO_SIZE))
         else:
@@ -243,7 +243,7 @@ def _send_sizes(
         if count % _CHECK_EVERY == 0 and os.getppid() != build:
             return
         size, status = _tarball_size(path)
-        _stock(stock, path, status)
+        stock.add_read(path, status)
         if size is None:
             problems.append(Problem(path, _NO_SIZE))
         else:
@@ -287,14 +287,6 @@ def _peak_rss_mb() -> int:
 
 def _hash_of(path: str) -> str:
     return path.rsplit("/", 1)[-1].removesuffix(MANIFEST_SUFFIX).rsplit("-", 1)[-1]
-
-
-def _stock(stock: FileStock, path: str, status: os.stat_result | None) -> None:
-    """A manifest into `stock` by the status it was read with, taken before reading it."""
-    if status is None:
-        stock.unread()
-    else:
-        stock.add(path, status)
 
 
 def _tarball_size(path: str) -> tuple[int | None, os.stat_result | None]:
