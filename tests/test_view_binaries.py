@@ -22,6 +22,7 @@ from cachegql.index.ingest.dag_nodes import Database
 from cachegql.index.ingest.identity import RecordingOpener
 from cachegql.index.ingest.limits import EXPANSION_FLOOR, SourceLimits
 from cachegql.index.ingest.locations import Location, Opener
+from cachegql.index.ingest.tables import TagTable
 from cachegql.index.ingest.tag_graph import TagGraph
 
 
@@ -172,4 +173,4 @@ def test_a_stack_hash_that_is_no_node_is_a_bug_not_a_dropped_binary() -> None:
     graph = TagGraph("develop")
     graph.add(CacheData("cache", Database("cache", 8), {"root": {"a" * 32}}))
     with pytest.raises(RuntimeError, match="binaries of tag develop that are no node"):
-        list(graph.binaries())
+        list(graph.fill(TagTable("develop"), 0))

@@ -240,8 +240,8 @@ def _add_graph(graph: TagGraph, result: Ingested, report: Callable[[Problem], No
         table = result.tables[graph.tag] = TagTable(graph.tag)
     source_id = len(result.sources)
     result.sources.append(f"the build caches of tag {graph.tag}")
-    for record in graph.binaries():
-        _add_spec(table, record, source_id, result, report)
+    for record, earlier in graph.fill(table, source_id):
+        _report_duplicate(table, record, earlier, source_id, result, report)
     dangling = graph.finish()
     if dangling:
         examples = ", ".join(f"{e.name}/{e.hash[:7]}" for e in dangling[:5])
@@ -307,8 +307,19 @@ def _add_spec(
     report: Callable[[Problem], None],
 ) -> None:
     earlier = table.add(spec, source_id)
-    if earlier is None:
-        return
+    if earlier is not None:
+        _report_duplicate(table, spec, earlier, source_id, result, report)
+
+
+def _report_duplicate(
+    table: TagTable,
+    spec: SpecRecord,
+    earlier: int,
+    source_id: int,
+    result: Ingested,
+    report: Callable[[Problem], None],
+) -> None:
+    """`spec`'s hash was at row `earlier` of the tag: the same spec again, or a conflict."""
     kept = table.record(earlier)
     if kept == spec:
         result.merged_duplicates += 1

@@ -105,6 +105,10 @@ class TagTable:
         self._appends: tuple[_Inlined, ...] = tuple(
             (value_of, *column.parts()) for value_of, column in columns
         )
+        # What `add_like` copies from the row it is like: every column but the stacks.
+        self._alike: tuple[array[int], ...] = tuple(
+            column.codes for _, column in columns if column is not self.parts["stacks"]
+        )
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -127,6 +131,25 @@ class TagTable:
             append_code(code)
         self.sizes.append(-1 if spec.size is None else spec.size)
         self.tarballs.append(spec.tarball)
+        self.source_page.append(page_id)
+        return None
+
+    def add_like(
+        self, row: int, digest: str, stacks: tuple[str, ...], size: int | None, page_id: int
+    ) -> int | None:
+        """Add a spec that is the one at `row` but for its hash, stacks and size (and no
+        tarball): its other columns' codes are copied, not worked out again. If its hash
+        is already here, return the earlier row instead."""
+        earlier = self.rows_by_hash.get(digest)
+        if earlier is not None:
+            return earlier
+        self.rows_by_hash[digest] = len(self.hashes)
+        self.hashes.append(digest)
+        for codes in self._alike:
+            codes.append(codes[row])
+        self.parts["stacks"].append(stacks)
+        self.sizes.append(-1 if size is None else size)
+        self.tarballs.append(None)
         self.source_page.append(page_id)
         return None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cachegql.index.ingest.buildcache import CacheData
@@ -49,22 +49,57 @@ class TagGraph:
         self.sizes.update(data.sizes)
         self._sorted = None
 
-    def binaries(self) -> Iterable[SpecRecord]:
-        """The binaries' records, by hash (every binary is a node: a view's binaries
-        that its index lacks are left out as it is read)."""
-        database, labels = self.database, self.stacks
-        yielded = 0
+    def fill(self, table: TagTable, page_id: int) -> Iterator[tuple[SpecRecord, int]]:
+        """Add the binaries to `table`, by hash; yield the record of each one whose hash
+        it already held, with that row (every binary is a node: a view's binaries that
+        its index lacks are left out as it is read).
+
+        Binaries alike but for their hash, stacks and size (one package's build in many
+        stacks, against other dependencies: 200k specs have 25k such shapes) are added
+        as the first of them was (`TagTable.add_like`), without a record each.
+        """
+        database, labels, sizes = self.database, self.stacks, self.sizes
+        compiler_of, nodes, tag = database.compiler_of, database.nodes, self.tag
+        # A shape names its variants and flags by object: one source's nodes share equal
+        # ones, and every node stays alive while this runs, so no id is reused.
+        rows: dict[tuple[object, ...], int] = {}
+        added = 0
         for digest in self._order():
             if digest not in labels:
                 continue
-            node = database.nodes[digest]
+            node = nodes[digest]
+            compiler = compiler_of(node)
             stacks = tuple(sorted(labels[digest]))
-            size = self.sizes.get(digest)
-            yielded += 1
-            yield node.record(self.tag, database.compiler_of(node), stacks, size)
-        if yielded != len(labels):  # a reader's bug, not a source's: say so, drop nothing
-            missing = sorted(set(labels) - database.nodes.keys())
-            raise RuntimeError(f"binaries of tag {self.tag} that are no node: {missing[:5]}")
+            size = sizes.get(digest)
+            added += 1
+            shape = (
+                node.name,
+                node.version,
+                node.os,
+                node.platform,
+                node.target,
+                node.namespace,
+                compiler.raw,
+                compiler.name,
+                compiler.version,
+                id(node.variants),
+                id(node.flags),
+            )
+            like = rows.get(shape)
+            if like is not None:
+                earlier = table.add_like(like, digest, stacks, size, page_id)
+                if earlier is not None:
+                    yield node.record(tag, compiler, stacks, size), earlier
+                continue
+            record = node.record(tag, compiler, stacks, size)
+            earlier = table.add(record, page_id)
+            if earlier is not None:
+                yield record, earlier
+            else:
+                rows[shape] = len(table) - 1
+        if added != len(labels):  # a reader's bug, not a source's: say so, drop nothing
+            missing = sorted(set(labels) - nodes.keys())
+            raise RuntimeError(f"binaries of tag {tag} that are no node: {missing[:5]}")
 
     def finish(self) -> list[Edge]:
         """Fill `extras` and `edges`, drop the nodes; return the edges to hashes no

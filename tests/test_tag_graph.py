@@ -1,0 +1,128 @@
+"""`TagGraph.fill`: binaries alike but for hash, stacks and size share their codes, and
+the table holds what one record per binary would have given."""
+
+from __future__ import annotations
+
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+from cachegql.index.ingest.buildcache import CacheData
+from cachegql.index.ingest.dag_nodes import Database, Edge, Node
+from cachegql.index.ingest.tables import TagTable
+from cachegql.index.ingest.tag_graph import TagGraph
+from cachegql.index.records import SpecRecord
+from cachegql.index.spack.compilers import Compiler
+from cachegql.index.spack.variants import parse_variant
+
+SHARED = (parse_variant("+shared"),)
+STATIC = (parse_variant("~shared"),)
+FLAGS = (("cflags", ("-O2",)),)
+
+
+def _node(digest: str, name: str = "zlib", **changes: Any) -> Node:
+    node = Node(
+        hash=(digest * 32)[:32],
+        name=name,
+        version="1.3",
+        os="ubuntu22.04",
+        platform="linux",
+        target="x86_64",
+        namespace="builtin",
+        variants=SHARED,
+        flags=(),
+        edges=(),
+        compiler=Compiler("gcc", "12", "gcc@12"),
+        in_buildcache=True,
+    )
+    return node._replace(**changes)
+
+
+def _graph(nodes: list[Node], stacks: dict[str, set[str]], sizes: dict[str, int]) -> TagGraph:
+    """A tag of one cache: `stacks` gives each binary's stack labels."""
+    database = Database("cache", 8, {node.hash: node for node in nodes})
+    by_label: dict[str, AbstractSet[str]] = {}
+    for digest, labels in stacks.items():
+        for label in labels:
+            by_label[label] = {*by_label.get(label, ()), digest}
+    graph = TagGraph("develop")
+    graph.add(CacheData("cache", database, by_label, sizes))
+    return graph
+
+
+def _one_by_one(graph: TagGraph) -> TagTable:
+    """The table as a record per binary makes it."""
+    table = TagTable("develop")
+    database = graph.database
+    for digest in sorted(graph.stacks):
+        node = database.nodes[digest]
+        stacks = tuple(sorted(graph.stacks[digest]))
+        size = graph.sizes.get(digest)
+        table.add(node.record("develop", database.compiler_of(node), stacks, size), 0)
+    return table
+
+
+def _rows(table: TagTable) -> list[SpecRecord]:
+    return [table.record(row) for row in range(len(table))]
+
+
+def _columns(table: TagTable) -> dict[str, tuple[list[object], list[int]]]:
+    columns = {**table.fields, **table.parts}
+    return {name: (list(c.values), list(c.codes)) for name, c in columns.items()}
+
+
+def test_alike_binaries_are_added_as_one_record_per_binary_adds_them() -> None:
+    nodes = [
+        _node("a"),
+        _node("b"),  # alike "a": other stacks, size
+        _node("c", variants=STATIC),
+        _node("d", variants=tuple(SHARED)),  # equal variants, another object: its own shape
+        _node("e", flags=FLAGS),
+        _node("f", compiler=Compiler("gcc", "13", "gcc@13")),
+        _node("fa", compiler=Compiler("gcc", "12", "c=gcc@12")),  # as "a" but for its raw
+        _node("g", name="cmake"),
+        _node("h", version="1.2"),
+        _node("i", target="aarch64"),
+        _node("j", namespace="site"),
+        _node("k", os="rocky9"),
+        _node("l", platform="darwin"),
+        _node("m"),  # alike "a" again, without a size
+        _node("n", in_buildcache=False),  # a node, not a binary of any stack
+    ]
+    stacks = {node.hash: {"root"} for node in nodes[:-1]}
+    stacks["b" * 32] = {"hep", "e4s"}
+    sizes = {node.hash: ord(node.hash[0]) for node in nodes[:-2]}
+    graph = _graph(nodes, stacks, sizes)
+    table = TagTable("develop")
+    assert list(graph.fill(table, 0)) == []
+    expected = _one_by_one(graph)
+    assert _rows(table) == _rows(expected)
+    assert _columns(table) == _columns(expected)
+    assert table.hashes == sorted(stacks)
+    assert table.record(1).stacks == ("e4s", "hep") and table.record(1).size == ord("b")
+    assert table.record(13).size is None
+
+
+def test_a_hash_the_table_already_held_is_yielded_with_its_row() -> None:
+    """A tag's pages and caches may both list a binary: the caller reports it."""
+    nodes = [_node("a"), _node("b")]
+    graph = _graph(nodes, {"a" * 32: {"root"}, "b" * 32: {"root"}}, {})
+    table = TagTable("develop")
+    from_page = nodes[1].record("develop", nodes[1].compiler or Compiler("", None, ""), (), 7)
+    table.add(from_page, 3)
+    (duplicate,) = graph.fill(table, 0)
+    record, earlier = duplicate
+    assert earlier == 0 and record.hash == "b" * 32 and record.stacks == ("root",)
+    assert table.hashes == ["b" * 32, "a" * 32]  # "b" kept as the page gave it
+    assert table.record(0) == from_page
+
+
+def test_an_edge_providing_a_language_names_the_compiler_of_alike_binaries() -> None:
+    """Binaries with no recorded compiler get it from their edges; alike ones share it."""
+    gcc = _node("g", name="gcc", version="12.3", in_buildcache=False, compiler=None)
+    edge = Edge("gcc", gcc.hash, ("build",), ("c", "cxx"))
+    first = _node("a", compiler=None, edges=(edge,))
+    second = _node("b", compiler=None, edges=(edge,))
+    graph = _graph([gcc, first, second], {first.hash: {"root"}, second.hash: {"root"}}, {})
+    table = TagTable("develop")
+    list(graph.fill(table, 0))
+    assert [table.record(row).compiler.raw for row in range(2)] == ["c,cxx=gcc@12.3"] * 2
