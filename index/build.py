@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import resource
+import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from typing import Any
 
 from cachegql.index.binary_urls import public_base
 from cachegql.index.disk import publish
+from cachegql.index.disk.dagwrite import CycleError
 from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.reuse import PreviousBuild, ReusedTag
 from cachegql.index.disk.verify import FileEntry
@@ -276,9 +278,15 @@ class _TagBuild:
         table, graph = result.tables.pop(tag, None), result.graphs.pop(tag, None)
         if table is None:
             return  # none of its caches could be read: no tag
-        packages, specs = write_tag_folder(table, graph, self.folder / folder)
-        del table, graph
-        gc.collect()  # the tag's records go now, cycles too (the collector is paused)
+        try:
+            packages, specs = write_tag_folder(table, graph, self.folder / folder)
+        except CycleError as exc:
+            shutil.rmtree(self.folder / folder)
+            self._report(Problem(f"tag {tag}", _cycle_message(exc)))
+            return
+        finally:
+            del table, graph
+            gc.collect()  # the tag's records go now, cycles too (the collector is paused)
         fingerprint = None
         # A tag missing a cache, or any part of one, that failed to read is no picture of
         # its sources: without a fingerprint, it is read again next time.
@@ -296,12 +304,15 @@ class _TagBuild:
             problems=[[p.path, p.message] for p in result.problems[problems:]],
         )
 
+    def _report(self, problem: Problem) -> None:
+        if self.strict:
+            raise StrictModeError(problem)
+        self.result.problems.append(problem)
+
     def _add_reused(self, reused: ReusedTag, folder: str, fingerprint: str) -> None:
         result = self.result
         for problem in reused.problems:
-            if self.strict:
-                raise StrictModeError(problem)
-            result.problems.append(problem)
+            self._report(problem)
         result.caches += reused.caches
         result.merged_duplicates += reused.merged_duplicates
         if reused.mirrors:
@@ -366,3 +377,12 @@ def _nothing_found(ingested: Ingested, sources: int) -> str:
     if ingested.problems:
         message += f"; {len(ingested.problems)} problems, the first: {ingested.problems[0]}"
     return message + "; nothing was published"
+
+
+def _cycle_message(error: CycleError) -> str:
+    shown = ", ".join(f"{name}/{digest[:7]}" for name, digest in error.nodes[:5])
+    more = f" and {len(error.nodes) - 5} more" if len(error.nodes) > 5 else ""
+    return (
+        f"left out: {error} through {len(error.nodes)} nodes ({shown}{more}), which no"
+        " Spack DAG has; the records of these hashes in its build caches are broken"
+    )

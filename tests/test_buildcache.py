@@ -239,6 +239,32 @@ def test_a_hostile_record_is_skipped_by_name_and_the_rest_loads(
         build_index([source], tmp_path / "strict", tag="develop", strict=True)
 
 
+def test_a_tag_whose_dependencies_form_a_cycle_is_left_out_naming_them(tmp_path: Path) -> None:
+    """Found by making a dependency depend back on its dependent: no Spack DAG does, and
+    the build ended in a traceback. The tag is left out, naming the nodes of the cycle
+    (not those depending on it), and the other tags are built."""
+    looped = index(
+        GCC,
+        ZLIB,
+        node("libx", deps=("liby",)),
+        node("liby", deps=("libx", "zlib")),
+        node("app", deps=("libx",)),
+    )
+    source = write(tmp_path / "index.json", looped)
+    report = build_index([PAGES, source], tmp_path / "ix", tag="looped")
+    assert "looped" not in report.tags and report.tags["develop"] > 0
+    [problem] = [p for p in report.problems if "cycle" in p.message]
+    assert problem.path == "tag looped"
+    assert problem.message.startswith("left out: the dependencies form a cycle")
+    assert "through 2 nodes (" in problem.message
+    named = re.findall(r"(\w+)/([a-z2-7]{7})", problem.message)
+    assert sorted(named) == [("libx", digest("libx")[:7]), ("liby", digest("liby")[:7])]
+    with serving(tmp_path / "ix") as gql:
+        assert gql.data('{ specs(tag: "develop", first: 1) { totalCount } }')
+    with pytest.raises(StrictModeError, match="cycle"):
+        build_index([source], tmp_path / "strict", tag="looped", strict=True)
+
+
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     """Where each value of a JSON document sits (the document itself first)."""
     yield prefix

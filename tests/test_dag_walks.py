@@ -137,8 +137,29 @@ def test_spack_test_mirrors_answer_as_the_oracle(folder: str, tmp_path: Path) ->
 
 def test_a_cycle_is_refused(tmp_path: Path) -> None:
     edges = {"a": [Edge("y", "b", ("link",), ())], "b": [Edge("x", "a", ("link",), ())]}
-    with pytest.raises(CycleError, match="cycle"):
+    with pytest.raises(CycleError, match="cycle") as refused:
         write_dag(tmp_path, EdgeArrays.of(edges), ["a", "b"], [], ["x", "y"])
+    assert refused.value.nodes == [("x", "a"), ("y", "b")]
+
+
+def test_a_cycle_names_its_nodes_not_those_around_it(tmp_path: Path) -> None:
+    """`top` depends on the cycle b -> c -> d -> b, which depends on `leaf`; `e` is a
+    node on its own cycle (e -> e): only the nodes of cycles are named."""
+
+    def edge(target: str) -> Edge:
+        return Edge(target, target, ("link",), ())
+
+    edges = {
+        "top": [edge("b")],
+        "b": [edge("c"), edge("leaf")],
+        "c": [edge("d")],
+        "d": [edge("b")],
+        "e": [edge("e"), edge("leaf")],
+    }
+    hashes = ["top", "b", "c", "d", "e", "leaf"]
+    with pytest.raises(CycleError) as refused:
+        write_dag(tmp_path, EdgeArrays.of(edges), hashes, [], hashes)
+    assert refused.value.nodes == [(h, h) for h in ("b", "c", "d", "e")]
 
 
 @pytest.mark.parametrize("asked", ["x", "y"])

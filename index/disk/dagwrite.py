@@ -33,7 +33,12 @@ HUBS = 64
 
 
 class CycleError(ValueError):
-    """The dependencies form a cycle, which a Spack DAG cannot."""
+    """The dependencies form a cycle, which a Spack DAG cannot; `nodes` names the nodes
+    on it (or on a chain deeper than `MAX_DEPTH`) as (package name, hash)."""
+
+    def __init__(self, message: str, nodes: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__(message)
+        self.nodes = list(nodes)
 
 
 def write_dag(
@@ -96,6 +101,13 @@ def write_dag(
         folder, "names", _group(name_of, np.arange(num_nodes, dtype=np.int32), len(package_names))
     )
     depth = _depths(offsets, target_ids, num_nodes)
+    if depth is None:
+        on_cycles = _on_cycles(offsets, target_ids, num_nodes).tolist()
+        hashes = [*spec_hashes, *node_hashes]
+        raise CycleError(
+            f"the dependencies form a cycle (or a chain deeper than {MAX_DEPTH})",
+            [(names[row], hashes[row]) for row in on_cycles],
+        )
     hubs = _hub_names(name_of, target_ids, len(package_names))
     np.save(folder / "hubs.npy", _hub_bits(offsets, target_ids, depth, name_of, hubs)[:num_specs])
     meta = {
@@ -146,8 +158,9 @@ def _group(keys: Rows, items: Rows, num_keys: int) -> Postings:
     return Postings(grouped[keep], offsets)
 
 
-def _depths(offsets: Offsets, targets: Rows, num_nodes: int) -> npt.NDArray[np.int64]:
-    """Each node's depth: 0 for a leaf, else one more than its deepest dependency."""
+def _depths(offsets: Offsets, targets: Rows, num_nodes: int) -> npt.NDArray[np.int64] | None:
+    """Each node's depth: 0 for a leaf, else one more than its deepest dependency; None
+    if the dependencies form a cycle (or a chain deeper than `MAX_DEPTH`)."""
     depth = np.zeros(num_nodes, dtype=np.int64)
     has_edges = np.flatnonzero(np.diff(offsets))
     for _ in range(min(num_nodes, MAX_DEPTH) + 1):
@@ -157,7 +170,23 @@ def _depths(offsets: Offsets, targets: Rows, num_nodes: int) -> npt.NDArray[np.i
         if not (below != depth[has_edges]).any():
             return depth
         depth[has_edges] = np.maximum(depth[has_edges], below)
-    raise CycleError(f"the dependencies form a cycle (or a chain deeper than {MAX_DEPTH})")
+    return None
+
+
+def _on_cycles(offsets: Offsets, targets: Rows, num_nodes: int) -> Rows:
+    """The nodes left when the edges of every node with none in or none out are taken
+    away, again and again: those on a cycle, or between two (or on a chain deeper than
+    `MAX_DEPTH`, where the taking stops)."""
+    sources = np.repeat(np.arange(num_nodes, dtype=np.int32), np.diff(offsets))
+    kept = np.ones(len(targets), dtype=np.bool_)
+    for _ in range(MAX_DEPTH + 1):
+        ends = np.bincount(sources[kept], minlength=num_nodes) == 0
+        ends |= np.bincount(targets[kept], minlength=num_nodes) == 0
+        still = kept & ~ends[sources] & ~ends[targets]
+        if np.array_equal(still, kept):
+            break
+        kept = still
+    return np.unique(sources[kept])
 
 
 def _hub_names(name_of: Rows, targets: Rows, num_names: int) -> Rows:
