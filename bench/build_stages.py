@@ -5,7 +5,8 @@
 Runs the CLI with the arguments given, each stage's function wrapped in a timer, and
 prints the seconds spent in each (stages nest: `_read_v3` holds `_read_records` and the
 wait for the manifest reader, `sizes.result`; `_add_graph` holds `finish`;
-`write_tag_folder` holds `write_tag` and `write_text_index`). A stage is a whole
+`write_tag_folder` holds `write_tag` and `write_text_index`, and `write_dag`, which runs
+in a thread beside them: their sum exceeds it). A stage is a whole
 function, so the timers cost nothing per spec; what a stage's own time is made of is
 cProfile's business (docs/benchmarks/ingest-speed.md).
 """

@@ -282,6 +282,7 @@ class _TagBuild:
             packages, specs = write_tag_folder(table, graph, self.folder / folder)
         except CycleError as exc:
             shutil.rmtree(self.folder / folder)
+            result.mirrors.pop(tag, None)
             self._report(Problem(f"tag {tag}", _cycle_message(exc)))
             return
         finally:
@@ -380,9 +381,11 @@ def _nothing_found(ingested: Ingested, sources: int) -> str:
 
 
 def _cycle_message(error: CycleError) -> str:
+    if not error.nodes:
+        return f"left out: {error}"
     shown = ", ".join(f"{name}/{digest[:7]}" for name, digest in error.nodes[:5])
     more = f" and {len(error.nodes) - 5} more" if len(error.nodes) > 5 else ""
     return (
-        f"left out: {error} through {len(error.nodes)} nodes ({shown}{more}), which no"
-        " Spack DAG has; the records of these hashes in its build caches are broken"
+        f"left out: {error}, through {len(error.nodes)} nodes ({shown}{more}); no Spack"
+        " DAG has one, so the records of these hashes in its build caches are broken"
     )

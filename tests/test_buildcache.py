@@ -251,18 +251,18 @@ def test_a_tag_whose_dependencies_form_a_cycle_is_left_out_naming_them(tmp_path:
         node("app", deps=("libx",)),
     )
     source = write(tmp_path / "index.json", looped)
-    report = build_index([PAGES, source], tmp_path / "ix", tag="looped")
-    assert "looped" not in report.tags and report.tags["develop"] > 0
+    # Its name sorts before the pages' tags: the folder it was begun in is used again.
+    report = build_index([PAGES, source], tmp_path / "ix", tag="a-looped")
+    assert "a-looped" not in report.tags and report.tags["develop"] > 0
     [problem] = [p for p in report.problems if "cycle" in p.message]
-    assert problem.path == "tag looped"
-    assert problem.message.startswith("left out: the dependencies form a cycle")
-    assert "through 2 nodes (" in problem.message
+    assert problem.path == "tag a-looped"
+    assert problem.message.startswith("left out: its dependencies form a cycle, through 2 nodes (")
     named = re.findall(r"(\w+)/([a-z2-7]{7})", problem.message)
     assert sorted(named) == [("libx", digest("libx")[:7]), ("liby", digest("liby")[:7])]
     with serving(tmp_path / "ix") as gql:
         assert gql.data('{ specs(tag: "develop", first: 1) { totalCount } }')
     with pytest.raises(StrictModeError, match="cycle"):
-        build_index([source], tmp_path / "strict", tag="looped", strict=True)
+        build_index([source], tmp_path / "strict", tag="a-looped", strict=True)
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:

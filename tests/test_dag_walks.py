@@ -17,7 +17,7 @@ import pytest
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import IndexStore, build_index
 from cachegql.index.disk.dag import Dag
-from cachegql.index.disk.dagwrite import CycleError, write_dag
+from cachegql.index.disk.dagwrite import MAX_DEPTH, CycleError, write_dag
 from cachegql.index.disk.layout import DAG_FOLDER
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.disk.walk import ancestors
@@ -142,24 +142,63 @@ def test_a_cycle_is_refused(tmp_path: Path) -> None:
     assert refused.value.nodes == [("x", "a"), ("y", "b")]
 
 
+def _link(target: str) -> Edge:
+    return Edge(target, target, ("link",), ())
+
+
+def _refused(tmp_path: Path, edges: dict[str, list[Edge]], hashes: list[str]) -> CycleError:
+    with pytest.raises(CycleError) as refused:
+        write_dag(tmp_path, EdgeArrays.of(edges), hashes, [], hashes)
+    assert not (tmp_path / DAG_FOLDER / "hubs.npy").exists()
+    return refused.value
+
+
 def test_a_cycle_names_its_nodes_not_those_around_it(tmp_path: Path) -> None:
     """`top` depends on the cycle b -> c -> d -> b, which depends on `leaf`; `e` is a
     node on its own cycle (e -> e): only the nodes of cycles are named."""
-
-    def edge(target: str) -> Edge:
-        return Edge(target, target, ("link",), ())
-
     edges = {
-        "top": [edge("b")],
-        "b": [edge("c"), edge("leaf")],
-        "c": [edge("d")],
-        "d": [edge("b")],
-        "e": [edge("e"), edge("leaf")],
+        "top": [_link("b")],
+        "b": [_link("c"), _link("leaf")],
+        "c": [_link("d")],
+        "d": [_link("b")],
+        "e": [_link("e"), _link("leaf")],
     }
     hashes = ["top", "b", "c", "d", "e", "leaf"]
-    with pytest.raises(CycleError) as refused:
-        write_dag(tmp_path, EdgeArrays.of(edges), hashes, [], hashes)
-    assert refused.value.nodes == [(h, h) for h in ("b", "c", "d", "e")]
+    error = _refused(tmp_path, edges, hashes)
+    assert str(error) == "its dependencies form a cycle"
+    assert error.nodes == [(h, h) for h in ("b", "c", "d", "e")]
+
+
+def test_a_node_between_two_cycles_is_named_with_them(tmp_path: Path) -> None:
+    """a <-> b depends on `x`, which depends on c <-> d: `x` is on no cycle, but between
+    two (so the message says so)."""
+    edges = {
+        "a": [_link("b")],
+        "b": [_link("a"), _link("x")],
+        "x": [_link("c")],
+        "c": [_link("d")],
+        "d": [_link("c")],
+    }
+    hashes = ["a", "b", "x", "c", "d"]
+    assert [h for _, h in _refused(tmp_path, edges, hashes).nodes] == hashes
+
+
+def test_a_chain_deeper_than_the_limit_is_told_as_one(tmp_path: Path) -> None:
+    """No cycle, but a chain no Spack DAG is as deep as: refused as such, quickly (the
+    placing stops at the limit)."""
+    hashes = [f"n{i:05}" for i in range(MAX_DEPTH + 2)]
+    edges = {hashes[i]: [_link(hashes[i + 1])] for i in range(len(hashes) - 1)}
+    error = _refused(tmp_path, edges, hashes)
+    assert str(error) == f"a chain of its dependencies is deeper than {MAX_DEPTH}"
+    assert error.nodes == []
+
+
+def test_a_chain_as_deep_as_the_limit_is_written(tmp_path: Path) -> None:
+    hashes = [f"n{i:05}" for i in range(MAX_DEPTH + 1)]
+    edges = {hashes[i]: [_link(hashes[i + 1])] for i in range(len(hashes) - 1)}
+    write_dag(tmp_path, EdgeArrays.of(edges), hashes, [], hashes)
+    dag = Dag(tmp_path / DAG_FOLDER)
+    assert dag.depending_on(np.array([MAX_DEPTH], dtype=np.intp)).tolist() == list(range(MAX_DEPTH))
 
 
 @pytest.mark.parametrize("asked", ["x", "y"])

@@ -17,6 +17,15 @@ from cachegql.index.spack.variants import parse_variant
 SHARED = (parse_variant("+shared"),)
 STATIC = (parse_variant("~shared"),)
 FLAGS = (("cflags", ("-O2",)),)
+PAGE = 5
+# What the nodes below vary, besides the hash: a field added to `SpecRecord` must be
+# added here (and to the shape of `TagGraph.fill`).
+VARIED = {"package", "versions", "compiler", "os", "platform", "target", "variants", "flags"}
+VARIED |= {"namespace", "stacks", "size", "hash", "tag", "tarball"}
+
+
+def test_every_field_of_a_record_is_varied_below() -> None:
+    assert set(SpecRecord.__slots__) == VARIED
 
 
 def _node(digest: str, name: str = "zlib", **changes: Any) -> Node:
@@ -57,7 +66,7 @@ def _one_by_one(graph: TagGraph) -> TagTable:
         node = database.nodes[digest]
         stacks = tuple(sorted(graph.stacks[digest]))
         size = graph.sizes.get(digest)
-        table.add(node.record("develop", database.compiler_of(node), stacks, size), 0)
+        table.add(node.record("develop", database.compiler_of(node), stacks, size), PAGE)
     return table
 
 
@@ -65,9 +74,15 @@ def _rows(table: TagTable) -> list[SpecRecord]:
     return [table.record(row) for row in range(len(table))]
 
 
-def _columns(table: TagTable) -> dict[str, tuple[list[object], list[int]]]:
+def _columns(table: TagTable) -> dict[str, object]:
     columns = {**table.fields, **table.parts}
-    return {name: (list(c.values), list(c.codes)) for name, c in columns.items()}
+    return {
+        **{name: (list(c.values), list(c.codes)) for name, c in columns.items()},
+        "source_page": list(table.source_page),
+        "rows_by_hash": table.rows_by_hash,
+        "sizes": list(table.sizes),
+        "tarballs": table.tarballs,
+    }
 
 
 def test_alike_binaries_are_added_as_one_record_per_binary_adds_them() -> None:
@@ -75,7 +90,7 @@ def test_alike_binaries_are_added_as_one_record_per_binary_adds_them() -> None:
         _node("a"),
         _node("b"),  # alike "a": other stacks, size
         _node("c", variants=STATIC),
-        _node("d", variants=tuple(SHARED)),  # equal variants, another object: its own shape
+        _node("d", variants=(parse_variant("+shared"),)),  # equal, another object: a shape
         _node("e", flags=FLAGS),
         _node("f", compiler=Compiler("gcc", "13", "gcc@13")),
         _node("fa", compiler=Compiler("gcc", "12", "c=gcc@12")),  # as "a" but for its raw
@@ -93,7 +108,7 @@ def test_alike_binaries_are_added_as_one_record_per_binary_adds_them() -> None:
     sizes = {node.hash: ord(node.hash[0]) for node in nodes[:-2]}
     graph = _graph(nodes, stacks, sizes)
     table = TagTable("develop")
-    assert list(graph.fill(table, 0)) == []
+    assert list(graph.fill(table, PAGE)) == []
     expected = _one_by_one(graph)
     assert _rows(table) == _rows(expected)
     assert _columns(table) == _columns(expected)

@@ -117,7 +117,7 @@ def file_table(
     return table
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TagRows:
     """A tag's rows in the order they are written: by package name, then hash."""
 

@@ -36,7 +36,7 @@ class TagGraph:
     _sorted: list[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def _order(self) -> list[str]:
-        """Every node's hash, sorted once for `binaries` and `finish` (1 s at 1M)."""
+        """Every node's hash, sorted once for `fill` and `finish` (1 s at 1M)."""
         if self._sorted is None:
             self._sorted = sorted(self.database.nodes)
         return self._sorted
