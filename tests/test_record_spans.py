@@ -19,6 +19,7 @@ import pytest
 
 from cachegql.index.ingest.record_spans import (
     SlicingError,
+    compact_binaries,
     exact_spans,
     last_record,
     quick_spans,
@@ -186,6 +187,72 @@ def test_the_quick_scan_reads_an_index_whole_or_refuses_it(change: str, dump: st
     else:
         with pytest.raises(SlicingError):
             list(quick_spans(data, begin, last, end))
+
+
+@pytest.mark.parametrize("dump", DUMPS.keys())
+@pytest.mark.parametrize("change", CHANGES.keys())
+def test_the_compact_scan_finds_the_binaries_or_refuses(change: str, dump: str) -> None:
+    """`compact_binaries` reads what the quick scan reads, written compactly, and
+    refuses the rest: `binary_hashes` then scans again (the test above)."""
+    change_of, readable = CHANGES[change]
+    installs = change_of(_installs())
+    data = DUMPS[dump](_document(installs))
+    begin, last, end = _span_of_installs(data)
+    found = compact_binaries(data, begin, last, end)
+    if readable and dump == "compact":
+        assert found is not None
+        assert {b.decode() for b in found} == _expected(installs)[1]
+    else:
+        assert found is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b'"in_buildcache":true', b'"in_buildcache":yes'),  # not JSON's true or false
+        (b'"in_buildcache":false}', b'"in_buildcache":false,"in_buildcache":true}'),
+        (b'"ref_count":1', b'"ref_count":"\\"'),  # a backslash: an escape may hide a key
+        (b'"installs":{', b'"installs":{"x":1,'),  # the first record does not start them
+    ],
+    ids=["flag-not-boolean", "two-flags", "backslash", "not-first"],
+)
+def test_the_compact_scan_refuses_what_it_cannot_vouch_for(old: bytes, new: bytes) -> None:
+    written = _compact(_document(_installs()))
+    for data in (written.replace(old, new, 1), new.join(written.rsplit(old, 1))):  # first, last
+        assert data != written
+        begin, last, end = _span_of_installs(data)
+        assert compact_binaries(data, begin, last, end) is None
+
+
+def test_the_compact_scan_refuses_a_last_record_without_a_spec() -> None:
+    """No binary either way, but not laid out as the scan vouches for."""
+    installs = {**_installs(), "z" * 32: {"ref_count": 1}}
+    data = _compact(_document(installs))
+    begin, last, end = _span_of_installs(data)
+    assert compact_binaries(data, begin, last, end) is None
+    assert binary_hashes(data, "index.json") == _expected(installs)[1]
+
+
+def test_the_compact_scan_does_not_read_a_flag_that_is_not_there() -> None:
+    """The last record has no flag; the bytes where a missing flag's value would be read
+    (from the file's start) spell `:true`: not taken for one."""
+    installs = _installs()
+    del installs[HASHES[-1]]["in_buildcache"]
+    data = _compact({"aaaaaaaaaaa": True, **_document(installs)})
+    assert data[14:19] == b":true"
+    begin, last, end = _span_of_installs(data)
+    assert compact_binaries(data, begin, last, end) is None
+    assert binary_hashes(data, "index.json") == _expected(installs)[1]
+
+
+def test_the_compact_scan_reads_a_mapped_index_as_its_bytes(tmp_path: Path) -> None:
+    installs = _installs()
+    path = tmp_path / "index.json"
+    path.write_bytes(_compact(_document(installs)))
+    with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        begin, last, end = _span_of_installs(data[:])
+        found = compact_binaries(data, begin, last, end)
+        assert found is not None and {b.decode() for b in found} == _expected(installs)[1]
 
 
 def test_a_mapped_index_is_scanned_as_its_bytes(tmp_path: Path) -> None:

@@ -16,12 +16,13 @@ import json
 import re
 from collections.abc import Iterator
 
-from cachegql.index.ingest.files import Blob
+from cachegql.index.ingest.files import Blob, release
 
 __all__ = [
     "RECORD",
     "SlicingError",
     "Span",
+    "compact_binaries",
     "end_of_value",
     "exact_spans",
     "last_record",
@@ -81,6 +82,54 @@ def quick_spans(data: Blob, begin: int, last: re.Match[bytes], last_end: int) ->
             raise SlicingError(f"record {current.group(1).decode()} holds \\u escapes")
         yield current, end, flag
         current, flag = following, after
+
+
+_SPEC = b'"spec"'
+_FLAG_KEY = b'"in_buildcache"'
+_COMPACT_RECORD = re.compile(rb'"([a-z2-7]{32})":\{')
+_RELEASE_SPAN = 64 << 20  # bytes of a mapped index scanned before its pages are dropped
+
+
+def compact_binaries(
+    data: Blob, begin: int, last: re.Match[bytes], last_end: int
+) -> list[bytes] | None:
+    """The keys of the records between `begin` and `last_end` that are binaries, when the
+    records are laid out as `quick_spans` needs and compact (`"<hash>":{"spec":`, and
+    `"in_buildcache":true` or `false`, as Spack writes them); None when they are not,
+    for the caller to scan them with `quick_spans`.
+
+    The same rules as `quick_spans`, found by searching for the two keys' text with
+    `bytes.find` (2.8 GB/s against the regex engine's 1.3): every `"spec"` is a record's
+    first key, each record holds exactly one flag, the first record starts at `begin`
+    and the last is `last`, and no backslash is there at all. A view's index is read
+    only for this (`binary_hashes`): 1.8 -> 1.4 s for the 200k mirror's 652 MB of views.
+    """
+    binaries: list[bytes] = []
+    spec, flag = data.find(_SPEC, begin, last_end), data.find(_FLAG_KEY, begin, last_end)
+    if spec - 36 < begin or data[begin : spec - 36].strip():
+        return None
+    start, released = spec - 36, begin
+    while spec >= 0:
+        key = _COMPACT_RECORD.fullmatch(data[start:spec])
+        following = data.find(_SPEC, spec + 6, last_end)
+        end = last_end if following < 0 else following - 36
+        if key is None or not 0 <= flag < end or data.find(b"\\", start, end) >= 0:
+            return None
+        after = data.find(_FLAG_KEY, flag + 15, last_end)
+        if 0 <= after < end:  # two flags in one record
+            return None
+        value = data[flag + 15 : flag + 21]
+        if value.startswith(b":true"):
+            binaries.append(key.group(1))
+        elif not value.startswith(b":false"):
+            return None
+        if start - released > _RELEASE_SPAN:
+            release(data, start)
+            released = start
+        if following < 0 and start != last.start():
+            return None
+        spec, flag, start = following, after, end
+    return binaries
 
 
 def _has_escapes(data: Blob, start: int, end: int) -> bool:

@@ -32,6 +32,7 @@ from cachegql.index.ingest.node_reader import (
 )
 from cachegql.index.ingest.record_spans import (
     SlicingError,
+    compact_binaries,
     end_of_value,
     exact_spans,
     last_record,
@@ -105,8 +106,9 @@ def _records(
     """The database version and its records, (hash, record), read slice by slice.
 
     With `lazy`, a record is only True or False (whether it is in the build cache), found
-    without parsing the node. The records are found by `quick_spans` (which raises
-    `SlicingError` when they are not laid out as it needs), with `exact` by `exact_spans`.
+    without parsing the node; compact records give only the binaries (`compact_binaries`).
+    The records are found by `quick_spans` (which raises `SlicingError` when they are not
+    laid out as it needs), with `exact` by `exact_spans`.
     Falls back to parsing the whole document when the bytes are not laid out as an index
     usually is. The records are found as they are read, and a mapped file's pages are
     dropped behind them (`release`): a 1M-spec index is 1.8 GB.
@@ -123,6 +125,9 @@ def _records(
     version = _VERSION.search(data[: installs.start()]) or _VERSION.search(after)
     if version is None:
         return _whole_document(data, source, lazy)
+    binaries = None if exact or not lazy else compact_binaries(data, installs.end(), last, last_end)
+    if binaries is not None:  # only the binaries: what a lazy read is for
+        return _db_version(version.group(1).decode()), ((b.decode(), True) for b in binaries)
     if exact:
         spans = exact_spans(data, installs.end(), last_end, lazy)
     else:
