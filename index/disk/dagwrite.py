@@ -33,8 +33,9 @@ HUBS = 64
 
 
 class CycleError(ValueError):
-    """The dependencies form a cycle, which a Spack DAG cannot; `nodes` names the nodes
-    on it (or on a chain deeper than `MAX_DEPTH`) as (package name, hash)."""
+    """The dependencies form a cycle, which a Spack DAG cannot (or a chain deeper than
+    `MAX_DEPTH`); `nodes` names the nodes on cycles (and any between two) as (package
+    name, hash), none for a chain."""
 
     def __init__(self, message: str, nodes: Sequence[tuple[str, str]] = ()) -> None:
         super().__init__(message)

@@ -60,7 +60,7 @@ def write_tag_folder(table: TagTable, graph: TagGraph | None, folder: Path) -> t
     node_rows = tag_rows(graph.extras)
     (folder / NODES_FOLDER).mkdir()
     # The DAG is numpy's work, mostly outside the GIL: it is written in a thread while
-    # the columns are (5.6 s and 4.7 s of a 1M build).
+    # the columns and the text are (3.9 s beside 5.4 s of a 1M build).
     with ThreadPoolExecutor(1, thread_name_prefix="write-dag") as pool:
         names = rows.names + node_rows.names
         dag = pool.submit(write_dag, folder, graph.edges, rows.hashes, node_rows.hashes, names)
