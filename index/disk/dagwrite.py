@@ -106,7 +106,7 @@ def write_dag(
     if int(depth.min(initial=0)) < 0:  # a node could not be placed
         if int(depth.max()) >= MAX_DEPTH:
             raise CycleError(f"a chain of its dependencies is deeper than {MAX_DEPTH}")
-        rows = _on_cycles(offsets, target_ids, depth < 0).tolist()
+        rows = _on_cycles(offsets, sources, target_ids, depth < 0).tolist()
         raise CycleError(
             "its dependencies form a cycle",
             [
@@ -188,11 +188,12 @@ def _depths(parents: Postings, num_nodes: int) -> npt.NDArray[np.int64]:
     return depth
 
 
-def _on_cycles(offsets: Offsets, targets: Rows, unplaced: npt.NDArray[np.bool_]) -> Rows:
+def _on_cycles(
+    offsets: Offsets, sources: Rows, targets: Rows, unplaced: npt.NDArray[np.bool_]
+) -> Rows:
     """Of the nodes `_depths` could not place, those on a cycle (or between two): the
     others depend on one and nothing among them depends on them, so they are taken away
     from the top, a level at a time (at most `MAX_DEPTH` levels)."""
-    sources = np.repeat(np.arange(len(unplaced), dtype=np.int32), np.diff(offsets))
     within = unplaced[sources] & unplaced[targets]
     dependents = np.bincount(targets[within], minlength=len(unplaced))
     left = unplaced.copy()
