@@ -328,7 +328,7 @@ class DirectPath:
         )
         if measured.refusal(self.max_cost) is not None:
             return None
-        if not prepared.operation.variable_definitions:
+        if not measured.reads_variables:  # e.g. `spec(hash: $h)`: priced once
             prepared.within_cost = (*limits, measured.cost)
         return measured.cost
 

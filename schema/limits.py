@@ -148,6 +148,8 @@ class Price:
     cost: int
     depth: int
     introspection_depth: int
+    reads_variables: bool = False
+    """Whether a variable's value went into it; if none did, it holds for any values."""
 
     def refusal(self, max_cost: int) -> str | None:
         """Why a query of this price is refused; None when it is not."""
@@ -181,16 +183,33 @@ def price(
     root = schema.query_type
     if root is None or operation.operation.value != "query":
         return Price(0, 0, 0)
-    walk = _Walk(schema, fragments, variables, bounds, max_first)
     defaults = {
         definition.variable.name.value: argument_value(definition.default_value, variables)
         for definition in operation.variable_definitions or ()
         if definition.default_value is not None and definition.variable.name.value not in variables
     }
-    if defaults:
-        walk.variables = {**defaults, **variables}
+    watched = _Watched({**defaults, **variables} if defaults else variables)
+    walk = _Walk(schema, fragments, watched, bounds, max_first)
     cost, depth = walk.selection_set(operation.selection_set, root, 1, frozenset())
-    return Price(cost, depth, walk.introspection_depth)
+    return Price(cost, depth, walk.introspection_depth, watched.read)
+
+
+class _Watched(Mapping[str, Any]):
+    """Variable values, noting whether any was looked up."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._given = values
+        self.read = False
+
+    def __getitem__(self, name: str) -> Any:
+        self.read = True
+        return self._given[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
 
 
 class _Walk:

@@ -7,7 +7,7 @@ import strawberry
 from cachegql.index import Scope, find_packages
 from cachegql.schema.context import Context
 from cachegql.schema.inputs import PackageFilter, package_criteria
-from cachegql.schema.pagination import fingerprint, window
+from cachegql.schema.pagination import Window, fingerprint, window
 from cachegql.schema.spec_types import Package, package_object
 from cachegql.schema.value_types import PageInfo, page_info
 
@@ -20,12 +20,25 @@ class PackageEdge:
     node: Package
 
 
+def _package_page_info(root: PackageConnection) -> PageInfo:
+    return page_info(root._page)
+
+
+def _package_edges(root: PackageConnection) -> list[PackageEdge]:
+    """Made when asked for, as a page of specs' (`spec_types`)."""
+    page = root._page
+    return [
+        PackageEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(root.nodes)
+    ]
+
+
 @strawberry.type
 class PackageConnection:
     total_count: int
-    page_info: PageInfo
-    edges: list[PackageEdge]
+    page_info: PageInfo = strawberry.field(resolver=_package_page_info)
+    edges: list[PackageEdge] = strawberry.field(resolver=_package_edges)
     nodes: list[Package]
+    _page: strawberry.Private[Window]
 
 
 def package_connection(
@@ -46,11 +59,4 @@ def package_connection(
     page = window(key, len(ids), first, after, context.max_first)
     page_ids = ids[page.start : page.stop].tolist()
     nodes = [package_object(context, snapshot.package(i)) for i in page_ids]
-    return PackageConnection(
-        total_count=page.total,
-        page_info=page_info(page),
-        edges=[
-            PackageEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)
-        ],
-        nodes=nodes,
-    )
+    return PackageConnection(total_count=page.total, nodes=nodes, _page=page)

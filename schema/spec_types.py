@@ -30,7 +30,7 @@ from cachegql.index import Variant as VariantData
 from cachegql.schema.context import Context
 from cachegql.schema.facet_types import SpecFacets
 from cachegql.schema.inputs import SpecFilter, SpecFilterArg, asked_hashes, spec_criteria
-from cachegql.schema.pagination import DEFAULT_FIRST, fingerprint, window
+from cachegql.schema.pagination import DEFAULT_FIRST, Window, fingerprint, window
 from cachegql.schema.value_types import Compiler, PageInfo, StackCount, Variant, page_info
 
 __all__ = [
@@ -57,6 +57,11 @@ def _variant(data: VariantData) -> Variant:
     return Variant(name=data.name, value=data.value, raw=data.raw)
 
 
+def _tarball(root: Spec) -> str | None:
+    """Read only when asked for (most answers do not), for the spec's whole batch."""
+    return root._batch.tarball(root._row)
+
+
 @strawberry.type(description="A binary spec of a tag.")
 class Spec:
     hash: str
@@ -77,7 +82,7 @@ class Spec:
     size_bytes: float | None = strawberry.field(
         description="The tarball's size in bytes (exact up to 2^53); null when unknown."
     )
-    tarball: str | None
+    tarball: str | None = strawberry.field(resolver=_tarball)
     namespace: str | None = strawberry.field(
         description='The package repository, e.g. "builtin"; null where the source has '
         "none (pages)."
@@ -191,6 +196,15 @@ class SpecBatch:
     def dependency_spec(self, row: int) -> Spec:
         return self._dependency_specs[row]
 
+    @cached_property
+    def _tarballs(self) -> dict[int, str | None]:
+        return dict(zip(self.rows, self.snapshot.tarballs.names(self.rows), strict=True))
+
+    def tarball(self, row: int) -> str | None:
+        """Read for all the batch's rows when the first is asked for: most answers
+        ask for none, and a page's names are one read."""
+        return self._tarballs[row]
+
 
 _INT_LIMIT = 2**31
 
@@ -200,7 +214,7 @@ def spec_objects(snapshot: Snapshot, rows: list[int]) -> list[Spec]:
     batch = SpecBatch(snapshot, rows)
     return [
         _spec_object(record, row, batch)
-        for row, record in zip(rows, snapshot.specs(rows), strict=True)
+        for row, record in zip(rows, snapshot.specs(rows, tarballs=False), strict=True)
     ]
 
 
@@ -220,7 +234,6 @@ def _spec_object(data: SpecRecord, row: int, batch: SpecBatch) -> Spec:
         stacks=list(data.stacks),
         size=data.size if data.size is None or data.size < _INT_LIMIT else None,
         size_bytes=None if data.size is None else float(data.size),
-        tarball=data.tarball,
         namespace=data.namespace or None,
         _data=data,
         _row=row,
@@ -296,11 +309,21 @@ class SpecEdge:
     node: Spec
 
 
+def _spec_page_info(root: SpecConnection) -> PageInfo:
+    return page_info(root._page)
+
+
+def _spec_edges(root: SpecConnection) -> list[SpecEdge]:
+    """Made when asked for: most clients read `nodes`, and each cursor is an encoding."""
+    page = root._page
+    return [SpecEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(root.nodes)]
+
+
 @strawberry.type
 class SpecConnection:
     total_count: int
-    page_info: PageInfo
-    edges: list[SpecEdge]
+    page_info: PageInfo = strawberry.field(resolver=_spec_page_info)
+    edges: list[SpecEdge] = strawberry.field(resolver=_spec_edges)
     nodes: list[Spec]
     facets: SpecFacets = strawberry.field(
         description="Counts over the whole matching set (not just this page)."
@@ -310,6 +333,7 @@ class SpecConnection:
         description="The full hashes of the filter's `hash` (`eq`, `in`) that match no spec "
         "of this connection, in the order asked; empty without a `hash` filter.",
     )
+    _page: strawberry.Private[Window]
 
 
 def spec_connection(
@@ -343,8 +367,7 @@ def spec_page(
     nodes = spec_objects(snapshot, rows[page.start : page.stop].tolist())
     return SpecConnection(
         total_count=page.total,
-        page_info=page_info(page),
-        edges=[SpecEdge(cursor=page.cursor(page.start + i), node=n) for i, n in enumerate(nodes)],
         nodes=nodes,
         facets=SpecFacets(_facets=Facets(snapshot, rows)),
+        _page=page,
     )

@@ -547,6 +547,12 @@ def test_truncating_every_file_of_the_served_build_does_not_kill_the_server(
     assert _coded(after[0]), after[0]
     # ... and what does not still answers, from memory, as before.
     assert after[1:] == before[1:]
+    # A page that does not ask for them, never asked before (no cached answer), reads none.
+    page = _post(client, SPECS.replace(" tarball", ""))
+    assert page["data"]["specs"]["nodes"] == [
+        {k: v for k, v in node.items() if k != "tarball"}
+        for node in before[0]["data"]["specs"]["nodes"]
+    ]
     # The server looks every 0.2 s, so it may see the files cut short over two looks; a
     # failed query's own log line also says "cut short", so wait for the looks' lines.
     looked = [_looked("tarball.blob", "read it fail"), _looked("codes.npy", "copy in memory")]

@@ -10,7 +10,7 @@ import pytest
 
 from cachegql.index import IndexStore
 from cachegql.schema import Context, build_schema
-from cachegql.schema.limits import LIST_BOUNDS, MAX_TOKENS, price
+from cachegql.schema.limits import LIST_BOUNDS, MAX_TOKENS, Price, price
 from tests.conftest import GraphQLClient
 
 ALL_FACETS = " ".join(
@@ -34,6 +34,10 @@ def fan_out(levels: int, width: int = 4) -> str:
 
 
 def _cost(pages_index: Path, query: str, **variables: Any) -> int:
+    return _price(pages_index, query, **variables).cost
+
+
+def _price(pages_index: Path, query: str, **variables: Any) -> Price:
     schema = build_schema()
     document = graphql.parse(query)
     operation = next(
@@ -51,7 +55,7 @@ def _cost(pages_index: Path, query: str, **variables: Any) -> int:
         measured = price(schema._schema, operation, fragments, variables, size_bounds(store))
     finally:
         store.close()
-    return measured.cost
+    return measured
 
 
 def test_every_list_field_of_the_schema_has_a_bound() -> None:
@@ -110,6 +114,26 @@ def test_a_variable_not_given_is_priced_at_its_default(pages_index: Path) -> Non
     query = "query($n: Int = 100) { specs(first: $n) { nodes { hash } } }"
     assert _cost(pages_index, query) == _cost(pages_index, query, n=100)
     assert _cost(pages_index, query, n=5) < _cost(pages_index, query)
+
+
+@pytest.mark.parametrize(
+    ("query", "variables", "reads"),
+    [
+        ("query($h: String!) { spec(hash: $h) { hash } }", {"h": "abc"}, False),
+        ("query($p: String!) { package(name: $p) { specs { nodes { hash } } } }", {}, False),
+        ("query($n: Int) { specs(first: $n) { nodes { hash } } }", {"n": 3}, True),
+        ("query($n: Int = 100) { specs(first: $n) { nodes { hash } } }", {}, True),
+        ("query($p: String!) { specs(filter: { package: { eq: $p } }) { totalCount } }", {}, True),
+        ("query($s: String) { specs(search: $s) { totalCount } }", {"s": "a b c"}, True),
+        ("{ specs(first: 3) { nodes { hash } } }", {}, False),
+    ],
+)
+def test_a_price_says_whether_variables_went_into_it(
+    pages_index: Path, query: str, variables: dict[str, Any], reads: bool
+) -> None:
+    """A price no variable went into holds for any values: the compiled path prices such
+    an operation once (`spec(hash: $h)`), and every other one per request."""
+    assert _price(pages_index, query, **variables).reads_variables is reads
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ checked to hold what that path reads (tarball names, sizes, stacks, flags, varia
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -48,3 +49,18 @@ def test_no_rows_no_records(snapshot: Snapshot) -> None:
     reads = snapshot.spec_reads
     assert snapshot.specs([]) == []
     assert snapshot.spec_reads == reads
+
+
+def test_tarball_names_are_read_apart_as_the_records_hold_them(snapshot: Snapshot) -> None:
+    rows = list(range(len(snapshot.hash_rank)))
+    records = snapshot.specs(rows)
+    names = [r.tarball for r in records]
+    assert any(names) == ("pages" in str(snapshot.folder))  # v3 caches record none
+    assert snapshot.tarballs.names(rows) == names  # rows far apart: a read each
+    assert snapshot.tarballs.names(rows[5:25]) == names[5:25]  # adjacent: one read
+    assert [snapshot.tarballs.name(row) for row in rows] == names
+    assert snapshot.tarballs.names([]) == []
+    # Without them, the records are the same but for the name.
+    bare = snapshot.specs(rows, tarballs=False) + snapshot.specs([rows[-1]], tarballs=False)
+    assert {r.tarball for r in bare} == {None}
+    assert bare == [replace(r, tarball=None) for r in [*records, records[-1]]]

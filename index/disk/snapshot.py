@@ -23,7 +23,6 @@ import numpy.typing as npt
 
 from cachegql.index.disk.columns import (
     Column,
-    FileArray,
     IdArray,
     Postings,
     Rows,
@@ -41,6 +40,7 @@ from cachegql.index.disk.layout import (
 )
 from cachegql.index.disk.package_data import PackageData
 from cachegql.index.disk.tag_files import Dictionaries, bounds, checked_dag, value_names
+from cachegql.index.disk.tarballs import TarballNames
 from cachegql.index.disk.text import TextIndex
 from cachegql.index.fields import SPEC_FIELDS
 from cachegql.index.records import SpecRecord
@@ -117,12 +117,7 @@ class Snapshot:
             Postings(package_ids, np.arange(len(package_ids) + 1, dtype=np.int64)),
         )
         self.sizes: npt.NDArray[np.int64] = load_array(folder, "size", "int64", num_rows)
-        # Tarball names are read a page at a time, from the file: they are the biggest
-        # column (92 MB at 1M specs) and the least read.
-        self._tarballs = FileArray.raw(folder / "tarball.blob")
-        self._tarball_offsets = bounds(
-            folder, "tarball.offsets", num_rows, len(self._tarballs), "the size of tarball.blob"
-        )
+        self.tarballs = TarballNames(folder, num_rows)
         self.stack_summaries: list[dict[str, Any]] = stored.values("stack_summaries")
         # Parsed at ingest and stored in parts: rebuilt here without parsing again.
         self.compilers = [Compiler(*parts) for parts in stored.values("compiler_record")]
@@ -153,7 +148,7 @@ class Snapshot:
 
     def files_on_disk(self) -> list[Path]:
         """The files this snapshot reads while it serves, rather than from memory."""
-        files = [self._tarballs.path]
+        files = [self.tarballs.blob.path]
         return files + (self.nodes.files_on_disk() if self.nodes is not None else [])
 
     @property
@@ -302,13 +297,17 @@ class Snapshot:
     def hash_of(self, row: int) -> str:
         return bytes(self.hash_sorted[self.hash_rank[row]]).decode()
 
-    def specs(self, wanted: Rows | list[int]) -> list[SpecRecord]:
-        """The records of these rows, in the given order; one vectorised read per column."""
+    def specs(self, wanted: Rows | list[int], *, tarballs: bool = True) -> list[SpecRecord]:
+        """The records of these rows, in the given order; one vectorised read per column.
+
+        `tarballs=False` leaves each record's `tarball` None, for a caller that reads
+        them only when asked for (`self.tarballs`): a read of the file fewer.
+        """
         if not len(wanted):
             return []
         self.spec_reads += 1
         if len(wanted) == 1:  # a hash lookup: a dozen array reads cost more than the answer
-            return [self._spec(int(wanted[0]))]
+            return [self._spec(int(wanted[0]), tarballs)]
         rows = np.asarray(wanted, dtype=np.int64)
         hashes = self.hash_sorted[self.hash_rank[rows]].tolist()
         attributes = [
@@ -321,7 +320,7 @@ class Snapshot:
         variant_sets = self._members("variants", rows)
         stack_sets = self._members("stacks", rows)
         sizes = self.sizes[rows].tolist()
-        tarballs = self._tarball_names(rows)
+        names = self.tarballs.names(rows.tolist()) if tarballs else [None] * len(rows)
         version_names = self.sets["versions"].values
         stack_names = self.sets["stacks"].values
         return [
@@ -333,21 +332,20 @@ class Snapshot:
                 variants=tuple(self.variants[v] for v in variant_sets[i]),
                 stacks=tuple(stack_names[s] for s in stack_sets[i]),
                 size=None if sizes[i] < 0 else sizes[i],
-                tarball=tarballs[i],
+                tarball=names[i],
                 flags=self.flags[flags[i]],
                 **{name: values[codes[i]] for name, values, codes in attributes},
             )
             for i in range(len(rows))
         ]
 
-    def _spec(self, row: int) -> SpecRecord:
+    def _spec(self, row: int, tarballs: bool) -> SpecRecord:
         """`specs([row])`, each column read with `item`, without numpy's fancy indexing."""
         members, sets = self._set_member_lists, self.sets
         versions, variants, stacks = (
             members[name][sets[name].codes.item(row)] for name in ("versions", "variants", "stacks")
         )
         size = self.sizes.item(row)
-        start, end = self._tarball_offsets.item(row), self._tarball_offsets.item(row + 1)
         return SpecRecord(
             hash=bytes(self.hash_sorted[self.hash_rank.item(row)]).decode(),
             tag=self.tag,
@@ -356,30 +354,13 @@ class Snapshot:
             variants=tuple(self.variants[v] for v in variants),
             stacks=tuple(sets["stacks"].values[s] for s in stacks),
             size=None if size < 0 else size,
-            tarball=self._tarballs.read(start, end).tobytes().decode() if end > start else None,
+            tarball=self.tarballs.name(row) if tarballs else None,
             flags=self.flags[self.flag_codes.item(row)],
             **{
                 name: self.columns[name].values[self.columns[name].codes.item(row)]
                 for name in _ATTRIBUTE_FIELDS
             },
         )
-
-    def _tarball_names(self, rows: npt.NDArray[np.int64]) -> list[str | None]:
-        """The tarball name of each row: one read of the span the rows cover when it is
-        short (a page of one package's specs is adjacent rows), else one read per row."""
-        starts = self._tarball_offsets[rows].tolist()
-        ends = self._tarball_offsets[rows + 1].tolist()
-        low, high = min(starts), max(ends)
-        if high - low <= _TARBALL_SPAN:
-            span = self._tarballs.read(low, high).tobytes()
-            return [
-                span[s - low : e - low].decode() if e > s else None
-                for s, e in zip(starts, ends, strict=True)
-            ]
-        return [
-            self._tarballs.read(s, e).tobytes().decode() if e > s else None
-            for s, e in zip(starts, ends, strict=True)
-        ]
 
     def _members(self, column: str, rows: npt.NDArray[np.int64]) -> list[list[int]]:
         member_lists = self._set_member_lists[column]
@@ -394,7 +375,3 @@ class Snapshot:
             offsets = members.offsets.tolist()
             lists[column] = [items[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
         return lists
-
-
-# A page of 100 specs reads at most this much of the tarball names at once (~60 B each).
-_TARBALL_SPAN = 64 << 10

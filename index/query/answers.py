@@ -111,7 +111,7 @@ def find_spec(snapshot: Snapshot, text: str) -> int | None:
         raise AmbiguousHashError(prefix, [snapshot.hash_of(int(r)) for r in rows], hi - lo)
     if hi == lo:
         return None
-    return int(snapshot.hash_rows[lo])
+    return int(snapshot.hash_rows.item(lo))
 
 
 def find_specs(

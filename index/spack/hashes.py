@@ -57,10 +57,11 @@ def prefix_range(sorted_hashes: npt.NDArray[np.bytes_], prefix: str) -> tuple[in
     low = prefix.encode()
     if len(low) > width:
         return 0, 0
+    # The array's own method: `np.searchsorted` adds a dispatch costing as much as the search.
     if len(low) == width:  # a whole hash: only itself extends it, and low + '~' would not fit
         keys = np.array([low, low], dtype=sorted_hashes.dtype)
-        lo = int(np.searchsorted(sorted_hashes, keys[0], side="left"))
-        return lo, int(np.searchsorted(sorted_hashes, keys[1], side="right"))
+        lo = int(sorted_hashes.searchsorted(keys[0], side="left"))
+        return lo, int(sorted_hashes.searchsorted(keys[1], side="right"))
     keys = np.array([low, low + _AFTER_ALL], dtype=sorted_hashes.dtype)
-    lo, hi = np.searchsorted(sorted_hashes, keys, side="left").tolist()
+    lo, hi = sorted_hashes.searchsorted(keys, side="left").tolist()
     return int(lo), int(hi)
