@@ -59,8 +59,6 @@ from cachegql.index.ingest.lockfile import (
 from cachegql.index.query.answers import (
     MAX_CANDIDATES,
     AmbiguousHashError,
-    Bucket,
-    Facets,
     Scope,
     StackSummary,
     find_packages,
@@ -78,6 +76,7 @@ from cachegql.index.query.criteria import (
 )
 from cachegql.index.query.diff import PackageChange, TagDiff, tag_diff
 from cachegql.index.query.estimate import UNBOUNDED_READS, package_reads, spec_reads
+from cachegql.index.query.facets import Bucket, Facets
 from cachegql.index.query.hashes import full_hash, missing_hashes
 from cachegql.index.query.nearest import Difference, Near, Wanted, nearest, wanted_from_query
 from cachegql.index.records import Problem, SpecRecord

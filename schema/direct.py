@@ -18,7 +18,8 @@ Documents over `MAX_PLANNED_CHARS` are not planned (the cache holds at most
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
+from collections.abc import Hashable
+from dataclasses import dataclass, field
 from threading import Lock
 from typing import Any
 
@@ -61,7 +62,7 @@ from cachegql.index import OverBudgetError, SizeBounds, size_bounds
 from cachegql.schema.compiled import Arguments, Plan, compile_operation
 from cachegql.schema.context import Context
 from cachegql.schema.inline import Reads
-from cachegql.schema.limits import MAX_TOKENS, price
+from cachegql.schema.limits import MAX_TOKENS, price, price_key
 
 __all__ = [
     "EXECUTIONS",
@@ -152,9 +153,11 @@ class _Prepared:
     operation: OperationDefinitionNode | None = None
     fragments: dict[str, FragmentDefinitionNode] | None = None
     plan: Plan | None = None
-    within_cost: tuple[SizeBounds, int, int] | None = None
-    """The index bounds and page limit this operation, which has no variables, was last
-    priced within the cost limit with, and that price: it cannot change until they do."""
+    priced_for: tuple[SizeBounds, int] | None = None
+    """The index bounds and page limit of the prices in `prices`."""
+    prices: dict[Hashable, int] = field(default_factory=dict)
+    """Prices within the cost limit by `price_key` of the variables: one cannot change
+    until the bounds or the limit do (kept for a few keys: most requests share one)."""
     reads: Reads | None = None
     """The rows it reads, for a request's variables (`inline`)."""
 
@@ -171,6 +174,8 @@ class Ready:
     """Fields' arguments converted for these variables before the plan runs (`inline`)."""
 
 
+# Prices kept per operation; a client varying the shape of its variables starts them again.
+_PRICES_KEPT = 32
 _INVALID = _Prepared("invalid")
 _UNCOVERED = _Prepared("uncovered")
 
@@ -320,16 +325,22 @@ class DirectPath:
         """The operation's price, None when over the limit."""
         assert prepared.operation is not None and prepared.fragments is not None
         limits = (size_bounds(context.store), context.max_first)
-        known = prepared.within_cost
-        if known is not None and known[0] is limits[0] and known[1] == limits[1]:
-            return known[2]
+        key = price_key(variables)
+        known = prepared.priced_for
+        if known is None or known[0] is not limits[0] or known[1] != limits[1]:
+            prepared.priced_for, prepared.prices = limits, {}
+        cost = prepared.prices.get(key) if key is not None else None
+        if cost is not None:
+            return cost
         measured = price(
             self.schema, prepared.operation, prepared.fragments, variables or {}, *limits
         )
         if measured.refusal(self.max_cost) is not None:
             return None
-        if not measured.reads_variables:  # e.g. `spec(hash: $h)`: priced once
-            prepared.within_cost = (*limits, measured.cost)
+        if key is not None:
+            if len(prepared.prices) >= _PRICES_KEPT:
+                prepared.prices.clear()
+            prepared.prices[key] = measured.cost
         return measured.cost
 
 

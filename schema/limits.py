@@ -33,7 +33,7 @@ tokens (`MAX_TOKENS`), so pricing it is bounded too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,8 +148,6 @@ class Price:
     cost: int
     depth: int
     introspection_depth: int
-    reads_variables: bool = False
-    """Whether a variable's value went into it; if none did, it holds for any values."""
 
     def refusal(self, max_cost: int) -> str | None:
         """Why a query of this price is refused; None when it is not."""
@@ -188,28 +186,50 @@ def price(
         for definition in operation.variable_definitions or ()
         if definition.default_value is not None and definition.variable.name.value not in variables
     }
-    watched = _Watched({**defaults, **variables} if defaults else variables)
-    walk = _Walk(schema, fragments, watched, bounds, max_first)
+    given = {**defaults, **variables} if defaults else variables
+    walk = _Walk(schema, fragments, given, bounds, max_first)
     cost, depth = walk.selection_set(operation.selection_set, root, 1, frozenset())
-    return Price(cost, depth, walk.introspection_depth, watched.read)
+    return Price(cost, depth, walk.introspection_depth)
 
 
-class _Watched(Mapping[str, Any]):
-    """Variable values, noting whether any was looked up."""
+def price_key(variables: Mapping[str, Any] | None) -> Hashable | None:
+    """What of the variables' values an operation's price depends on: requests with
+    equal keys have equal prices, so a plan keeps its price by key (`direct`).
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
-        self._given = values
-        self.read = False
+    `first` reads a value as it is; a filter, its objects' keys and its lists' lengths
+    (`_filter_price`: a string in it costs nothing); `search` and `query`, the number
+    of words. So scalars are kept, strings become their word count, objects and lists
+    their shape. None (price it each time) past `_KEY_VALUES` values or `_KEY_DEPTH` levels.
+    """
+    if not variables:
+        return ()
+    if all(type(value) is str for value in variables.values()):  # the usual request
+        return tuple((name, len(value.split())) for name, value in variables.items())
+    try:
+        return _shape(dict(variables), _KEY_DEPTH, [_KEY_VALUES])
+    except _KeyTooLargeError:
+        return None
 
-    def __getitem__(self, name: str) -> Any:
-        self.read = True
-        return self._given[name]
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._given)
+_KEY_VALUES = 256
+_KEY_DEPTH = 16
 
-    def __len__(self) -> int:
-        return len(self._given)
+
+class _KeyTooLargeError(Exception):
+    """Variables too large to key a price by: it is measured each time."""
+
+
+def _shape(value: Any, depth: int, budget: list[int]) -> Hashable:
+    budget[0] -= 1
+    if depth < 0 or budget[0] < 0:
+        raise _KeyTooLargeError
+    if isinstance(value, dict):
+        return ("{", tuple((k, _shape(v, depth - 1, budget)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("[", tuple(_shape(v, depth - 1, budget) for v in value))
+    if isinstance(value, str):
+        return ("s", len(value.split()))
+    return (type(value).__name__, value)
 
 
 class _Walk:

@@ -10,7 +10,7 @@ import pytest
 
 from cachegql.index import IndexStore
 from cachegql.schema import Context, build_schema
-from cachegql.schema.limits import LIST_BOUNDS, MAX_TOKENS, Price, price
+from cachegql.schema.limits import LIST_BOUNDS, MAX_TOKENS, price, price_key
 from tests.conftest import GraphQLClient
 
 ALL_FACETS = " ".join(
@@ -34,10 +34,6 @@ def fan_out(levels: int, width: int = 4) -> str:
 
 
 def _cost(pages_index: Path, query: str, **variables: Any) -> int:
-    return _price(pages_index, query, **variables).cost
-
-
-def _price(pages_index: Path, query: str, **variables: Any) -> Price:
     schema = build_schema()
     document = graphql.parse(query)
     operation = next(
@@ -55,7 +51,7 @@ def _price(pages_index: Path, query: str, **variables: Any) -> Price:
         measured = price(schema._schema, operation, fragments, variables, size_bounds(store))
     finally:
         store.close()
-    return measured
+    return measured.cost
 
 
 def test_every_list_field_of_the_schema_has_a_bound() -> None:
@@ -117,23 +113,52 @@ def test_a_variable_not_given_is_priced_at_its_default(pages_index: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    ("query", "variables", "reads"),
+    ("query", "variables"),
     [
-        ("query($h: String!) { spec(hash: $h) { hash } }", {"h": "abc"}, False),
-        ("query($p: String!) { package(name: $p) { specs { nodes { hash } } } }", {}, False),
-        ("query($n: Int) { specs(first: $n) { nodes { hash } } }", {"n": 3}, True),
-        ("query($n: Int = 100) { specs(first: $n) { nodes { hash } } }", {}, True),
-        ("query($p: String!) { specs(filter: { package: { eq: $p } }) { totalCount } }", {}, True),
-        ("query($s: String) { specs(search: $s) { totalCount } }", {"s": "a b c"}, True),
-        ("{ specs(first: 3) { nodes { hash } } }", {}, False),
+        ("query($h: String!) { spec(hash: $h) { hash } }", [{"h": "abc"}, {"h": "zzzzzzz"}]),
+        ("query($n: Int) { specs(first: $n) { nodes { hash } } }", [{"n": 3}, {"n": 50}, {}]),
+        ("query($n: Int = 100) { specs(first: $n) { nodes { hash } } }", [{}, {"n": 1}]),
+        (
+            "query($p: String!) { specs(filter: { package: { eq: $p } }) { totalCount } }",
+            [{"p": "zlib"}, {"p": "hdf5"}, {"p": "a b c"}],
+        ),
+        (
+            "query($f: SpecFilter) { specs(filter: $f) { totalCount } }",
+            [
+                {"f": {"package": {"eq": "zlib"}}},
+                {"f": {"package": {"in": ["zlib", "hdf5"]}}},
+                {"f": {"package": {"in": ["zlib", "hdf5", "x"]}}},
+                {"f": {"or": [{"os": {"eq": "a"}}, {"os": {"eq": "b"}}]}},
+                {"f": {"or": [{"os": {"eq": "c"}}, {"os": {"eq": "d"}}]}},
+                {"f": None},
+            ],
+        ),
+        (
+            "query($s: String) { packages(search: $s) { totalCount } }",
+            [{"s": "zlib"}, {"s": "zstd"}, {"s": "torch scatter"}, {"s": "a b c d"}],
+        ),
     ],
 )
-def test_a_price_says_whether_variables_went_into_it(
-    pages_index: Path, query: str, variables: dict[str, Any], reads: bool
+def test_variables_of_equal_price_keys_have_equal_prices(
+    pages_index: Path, query: str, variables: list[dict[str, Any]]
 ) -> None:
-    """A price no variable went into holds for any values: the compiled path prices such
-    an operation once (`spec(hash: $h)`), and every other one per request."""
-    assert _price(pages_index, query, **variables).reads_variables is reads
+    """The compiled path keeps a price by `price_key` of the variables: it must not key
+    two prices alike (a cheap request's price reused for a dear one)."""
+    prices: dict[object, int] = {}
+    for given in variables:
+        key, cost = price_key(given), _cost(pages_index, query, **given)
+        assert key is not None
+        assert prices.setdefault(key, cost) == cost
+
+
+def test_variables_too_large_or_deep_key_no_price() -> None:
+    deep: dict[str, Any] = {"not": None}
+    for _ in range(40):
+        deep = {"not": deep}
+    assert price_key({"f": deep}) is None
+    assert price_key({"f": {"package": {"in": [str(i) for i in range(1000)]}}}) is None
+    assert price_key({"h": "abc"}) == price_key({"h": "zzz"}) != price_key({"h": "a b"})
+    assert price_key({"n": 1}) != price_key({"n": True}) != price_key({"n": 2})
 
 
 @pytest.mark.parametrize(

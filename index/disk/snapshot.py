@@ -362,6 +362,11 @@ class Snapshot:
             },
         )
 
+    def set_members(self, column: str) -> list[list[int]]:
+        """The member values of each set of a set column (`versions`, `variants`,
+        `stacks`), by set id, as lists: for reads of a few rows."""
+        return self._set_member_lists[column]
+
     def _members(self, column: str, rows: npt.NDArray[np.int64]) -> list[list[int]]:
         member_lists = self._set_member_lists[column]
         return [member_lists[code] for code in self.sets[column].codes[rows].tolist()]

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
-from cachegql.index.budget import check
-from cachegql.index.disk.columns import Narrow, Rows
+from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.errors import CriteriaError
-from cachegql.index.fields import BUCKET_FIELDS, FACETS
+from cachegql.index.fields import BUCKET_FIELDS
 from cachegql.index.query.criteria import PackageCriteria, SpecCriteria
+from cachegql.index.query.facets import Bucket
 from cachegql.index.query.filtering import package_node, query_node, spec_node
 from cachegql.index.query.plan import Node, Nothing, RangeLeaf, RowsLeaf, conjunction
 from cachegql.index.query.search import Ranked, search_packages, search_specs
@@ -24,8 +22,6 @@ from cachegql.index.spack.specsyntax import parse_spec_query
 __all__ = [
     "MAX_CANDIDATES",
     "AmbiguousHashError",
-    "Bucket",
-    "Facets",
     "Scope",
     "StackSummary",
     "find_packages",
@@ -36,9 +32,6 @@ __all__ = [
 ]
 
 MAX_CANDIDATES = 10
-Bucket = tuple[str, int]
-# Distinct stack sets counted between two checks of the time budget.
-_SETS_PER_CHECK = 1024
 
 
 class AmbiguousHashError(CriteriaError):
@@ -157,62 +150,6 @@ def _matching(parts: list[Node], ranked: Ranked | None, size: int) -> Rows:
     own_scores = ranked.scores[np.searchsorted(ranked.ids, ids)]
     ordered: Rows = ids[np.lexsort((ids, -own_scores))]
     return ordered
-
-
-class Facets:
-    """Counts per value over all rows of a result (not just a page), computed on demand.
-
-    A result covering most of its tag is counted by its complement: the whole tag's
-    counts are the posting list sizes, known in advance, minus those of the few rows
-    left out. So a broad result costs no more than a narrow one.
-    """
-
-    def __init__(self, snapshot: Snapshot, rows: Rows) -> None:
-        self.snapshot = snapshot
-        self.rows = rows
-
-    @cached_property
-    def _complement(self) -> Rows | None:
-        total = self.snapshot.num_specs
-        if len(self.rows) <= total // 2:
-            return None
-        keep = np.ones(total, dtype=np.bool_)
-        keep[self.rows] = False
-        rest: Rows = np.flatnonzero(keep).astype(np.int32)
-        return rest
-
-    def _counts(self, codes: Narrow, size: int, everything: npt.NDArray[np.int64]) -> Any:
-        check()
-        if self._complement is None:
-            return np.bincount(codes[self.rows], minlength=size)
-        return everything - np.bincount(codes[self._complement], minlength=size)
-
-    def buckets(self, name: str, first: int | None = None) -> list[Bucket]:
-        """(value, count) for one facet: count descending, then value; the top `first`."""
-        snapshot = self.snapshot
-        field = FACETS[name]
-        if field is None:  # the stacks: each spec counts once per stack it is in
-            column = snapshot.sets["stacks"]
-            set_counts = self._counts(column.codes, column.num_sets, snapshot.stack_set_sizes)
-            counts = np.zeros(len(column.values), dtype=np.int64)
-            for i, code in enumerate(np.flatnonzero(set_counts).tolist()):
-                if not i % _SETS_PER_CHECK:
-                    check()
-                counts[column.members(code)] += set_counts[code]
-            dictionary = snapshot.dictionaries["stacks"]
-        else:
-            single = snapshot.columns[field]
-            counts = self._counts(single.codes, len(single.values), single.postings.sizes())
-            dictionary = snapshot.dictionaries[field]
-        unknown = dictionary.ids.get("")  # the source does not say: not a value to count
-        if unknown is not None:
-            counts[unknown] = 0
-        present = np.flatnonzero(counts)
-        order = np.lexsort((dictionary.alphabetical_rank[present], -counts[present]))
-        chosen = present[order if first is None else order[: max(first, 0)]]
-        values = dictionary.values
-        pairs = zip(chosen.tolist(), counts[chosen].tolist(), strict=True)
-        return [(values[i], c) for i, c in pairs]
 
 
 @dataclass(frozen=True, slots=True)
