@@ -62,7 +62,8 @@ from cachegql.index import OverBudgetError, SizeBounds, size_bounds
 from cachegql.schema.compiled import Arguments, Plan, compile_operation
 from cachegql.schema.context import Context
 from cachegql.schema.inline import Reads
-from cachegql.schema.limits import MAX_TOKENS, price, price_key
+from cachegql.schema.limits import MAX_TOKENS, price
+from cachegql.schema.price_key import price_key
 
 __all__ = [
     "EXECUTIONS",

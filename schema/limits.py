@@ -33,7 +33,7 @@ tokens (`MAX_TOKENS`), so pricing it is bounded too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,46 +190,6 @@ def price(
     walk = _Walk(schema, fragments, given, bounds, max_first)
     cost, depth = walk.selection_set(operation.selection_set, root, 1, frozenset())
     return Price(cost, depth, walk.introspection_depth)
-
-
-def price_key(variables: Mapping[str, Any] | None) -> Hashable | None:
-    """What of the variables' values an operation's price depends on: requests with
-    equal keys have equal prices, so a plan keeps its price by key (`direct`).
-
-    `first` reads a value as it is; a filter, its objects' keys and its lists' lengths
-    (`_filter_price`: a string in it costs nothing); `search` and `query`, the number
-    of words. So scalars are kept, strings become their word count, objects and lists
-    their shape. None (price it each time) past `_KEY_VALUES` values or `_KEY_DEPTH` levels.
-    """
-    if not variables:
-        return ()
-    if all(type(value) is str for value in variables.values()):  # the usual request
-        return tuple((name, len(value.split())) for name, value in variables.items())
-    try:
-        return _shape(dict(variables), _KEY_DEPTH, [_KEY_VALUES])
-    except _KeyTooLargeError:
-        return None
-
-
-_KEY_VALUES = 256
-_KEY_DEPTH = 16
-
-
-class _KeyTooLargeError(Exception):
-    """Variables too large to key a price by: it is measured each time."""
-
-
-def _shape(value: Any, depth: int, budget: list[int]) -> Hashable:
-    budget[0] -= 1
-    if depth < 0 or budget[0] < 0:
-        raise _KeyTooLargeError
-    if isinstance(value, dict):
-        return ("{", tuple((k, _shape(v, depth - 1, budget)) for k, v in value.items()))
-    if isinstance(value, list):
-        return ("[", tuple(_shape(v, depth - 1, budget) for v in value))
-    if isinstance(value, str):
-        return ("s", len(value.split()))
-    return (type(value).__name__, value)
 
 
 class _Walk:

@@ -10,7 +10,8 @@ import pytest
 
 from cachegql.index import IndexStore
 from cachegql.schema import Context, build_schema
-from cachegql.schema.limits import LIST_BOUNDS, MAX_TOKENS, price, price_key
+from cachegql.schema.limits import LIST_BOUNDS, MAX_TOKENS, price
+from cachegql.schema.price_key import price_key
 from tests.conftest import GraphQLClient
 
 ALL_FACETS = " ".join(

@@ -1,0 +1,51 @@
+"""The key a plan keeps its price by: what of a request's variables the price reads.
+
+`limits.price` reads a variable's value three ways: `first` as it is; a filter by its
+objects' keys and its lists' lengths (`_filter_price`: a string in it costs nothing);
+`search` and `query` by their number of words. So a key keeps scalars as they are,
+strings as their word count, objects and lists as their shape, and requests with equal
+keys have equal prices: `spec(hash: $h)` and a package's page by `$name` are priced once
+per index (`direct`), a page size given as a variable once per size. A change to what
+`price` reads must change this too (tests/test_limits.py compares prices by key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+__all__ = ["price_key"]
+
+_KEY_VALUES = 256
+_KEY_DEPTH = 16
+
+
+def price_key(variables: Mapping[str, Any] | None) -> Hashable | None:
+    """What of the variables' values an operation's price depends on: requests with
+    equal keys have equal prices; None (price it each time) past `_KEY_VALUES` values or
+    `_KEY_DEPTH` levels."""
+    if not variables:
+        return ()
+    if all(type(value) is str for value in variables.values()):  # the usual request
+        return tuple((name, len(value.split())) for name, value in variables.items())
+    try:
+        return _shape(dict(variables), _KEY_DEPTH, [_KEY_VALUES])
+    except _KeyTooLargeError:
+        return None
+
+
+class _KeyTooLargeError(Exception):
+    """Variables too large to key a price by: it is measured each time."""
+
+
+def _shape(value: Any, depth: int, budget: list[int]) -> Hashable:
+    budget[0] -= 1
+    if depth < 0 or budget[0] < 0:
+        raise _KeyTooLargeError
+    if isinstance(value, dict):
+        return ("{", tuple((k, _shape(v, depth - 1, budget)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("[", tuple(_shape(v, depth - 1, budget) for v in value))
+    if isinstance(value, str):
+        return ("s", len(value.split()))
+    return (type(value).__name__, value)
