@@ -8,7 +8,6 @@ checked to hold what that path reads (tarball names, sizes, stacks, flags, varia
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 
 import pytest
 
@@ -63,4 +62,4 @@ def test_tarball_names_are_read_apart_as_the_records_hold_them(snapshot: Snapsho
     # Without them, the records are the same but for the name.
     bare = snapshot.specs(rows, tarballs=False) + snapshot.specs([rows[-1]], tarballs=False)
     assert {r.tarball for r in bare} == {None}
-    assert bare == [replace(r, tarball=None) for r in [*records, records[-1]]]
+    assert bare == [r._replace(tarball=None) for r in [*records, records[-1]]]

@@ -326,7 +326,7 @@ def _report_duplicate(
         return
     first = result.sources[table.source_page[earlier]]
     differing = [
-        name for name in SpecRecord.__slots__ if getattr(kept, name) != getattr(spec, name)
+        name for name in SpecRecord._fields if getattr(kept, name) != getattr(spec, name)
     ]
     report(
         Problem(
