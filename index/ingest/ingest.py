@@ -325,9 +325,7 @@ def _report_duplicate(
         result.merged_duplicates += 1
         return
     first = result.sources[table.source_page[earlier]]
-    differing = [
-        name for name in SpecRecord._fields if getattr(kept, name) != getattr(spec, name)
-    ]
+    differing = [name for name in SpecRecord._fields if getattr(kept, name) != getattr(spec, name)]
     report(
         Problem(
             result.sources[source_id],

@@ -1,0 +1,60 @@
+"""In process, what `bench/one_client.py`'s two queries cost the schema, without HTTP.
+
+    .venv/bin/python bench/answer_costs.py --index DIR [--rounds 3]
+
+A hash lookup and a 20-spec package page with facets, each call with variables not sent
+just before it (another hash, another package), as one client sends them; each answered
+by `schema.answer_sync` with a fresh context, as the server does. Prints the median µs of
+each per round. Run it with another checkout's Python to measure that checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
+
+from one_client import LOOKUP, PAGE  # type: ignore[import-not-found]
+
+
+def main(argv: list[str]) -> int:
+    import numpy as np
+
+    from cachegql.index import IndexStore
+    from cachegql.schema import Context, build_schema
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--index", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    store = IndexStore(args.index)
+    snapshot = store.snapshot()
+    sizes = np.diff(snapshot.package_start)  # packages of at least a page of specs
+    names = [snapshot.package(int(i)).name for i in np.flatnonzero(sizes >= 20)]
+    step = max(1, snapshot.num_specs // 5000)
+    hashes = [str(snapshot.hash_of(row))[:7] for row in range(0, snapshot.num_specs, step)]
+    schema = build_schema()
+
+    def median_us(query: str, name: str, values: list[str], count: int) -> float:
+        times = []
+        for i in range(count):
+            started = time.perf_counter()
+            answer = schema.answer_sync(query, {name: values[i % len(values)]}, Context(store))
+            times.append(time.perf_counter() - started)
+            assert answer.body is not None, answer
+        return statistics.median(times) * 1e6
+
+    for round_ in range(1, args.rounds + 1):
+        lookup = median_us(LOOKUP, "h", hashes, 2000)
+        page = median_us(PAGE, "p", names, 600)
+        print(f"round {round_}: hash lookup {lookup:.1f} us, 20-spec page {page:.1f} us")
+    store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
