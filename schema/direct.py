@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
@@ -154,11 +154,12 @@ class _Prepared:
     operation: OperationDefinitionNode | None = None
     fragments: dict[str, FragmentDefinitionNode] | None = None
     plan: Plan | None = None
-    priced_for: tuple[SizeBounds, int] | None = None
-    """The index bounds and page limit of the prices in `prices`."""
-    prices: dict[Hashable, int] = field(default_factory=dict)
-    """Prices within the cost limit by `price_key` of the variables: one cannot change
-    until the bounds or the limit do (kept for a few keys: most requests share one)."""
+    prices: tuple[tuple[SizeBounds, int], dict[Hashable, int]] | None = None
+    """The index bounds and page limit, and the prices within the cost limit measured with
+    them, by `price_key` of the variables: one cannot change until the bounds or the limit
+    do (kept for a few keys: most requests share one). One attribute, replaced whole."""
+    variable_names: tuple[str, ...] = ()
+    """The operation's declared variables: the only ones its price can read."""
     reads: Reads | None = None
     """The rows it reads, for a request's variables (`inline`)."""
 
@@ -176,7 +177,7 @@ class Ready:
 
 
 # Prices kept per operation; a client varying the shape of its variables starts them again.
-_PRICES_KEPT = 32
+PRICES_KEPT = 32
 _INVALID = _Prepared("invalid")
 _UNCOVERED = _Prepared("uncovered")
 
@@ -307,6 +308,9 @@ class DirectPath:
             d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
         }
         prepared = _Prepared("compiled", operation, fragments)
+        prepared.variable_names = tuple(
+            d.variable.name.value for d in operation.variable_definitions or ()
+        )
         if self._within_cost(prepared, variables, context) is None:
             return None
         if validate_document(self.schema, document, _rules(query)):
@@ -326,11 +330,16 @@ class DirectPath:
         """The operation's price, None when over the limit."""
         assert prepared.operation is not None and prepared.fragments is not None
         limits = (size_bounds(context.store), context.max_first)
-        key = price_key(variables)
-        known = prepared.priced_for
-        if known is None or known[0] is not limits[0] or known[1] != limits[1]:
-            prepared.priced_for, prepared.prices = limits, {}
-        cost = prepared.prices.get(key) if key is not None else None
+        key = price_key(variables, prepared.variable_names)
+        # Read once: another thread may start a new table for other bounds meanwhile, and
+        # a price must only ever go into the table of the bounds it was measured with.
+        table = prepared.prices
+        if table is not None and table[0][0] is limits[0] and table[0][1] == limits[1]:
+            prices = table[1]
+        else:
+            prices = {}
+            prepared.prices = (limits, prices)
+        cost = prices.get(key) if key is not None else None
         if cost is not None:
             return cost
         measured = price(
@@ -339,9 +348,9 @@ class DirectPath:
         if measured.refusal(self.max_cost) is not None:
             return None
         if key is not None:
-            if len(prepared.prices) >= _PRICES_KEPT:
-                prepared.prices.clear()
-            prepared.prices[key] = measured.cost
+            if len(prices) >= PRICES_KEPT:
+                prices.clear()
+            prices[key] = measured.cost
         return measured.cost
 
 

@@ -11,25 +11,29 @@ per index (`direct`), a page size given as a variable once per size. A change to
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["price_key"]
 
 _KEY_VALUES = 256
 _KEY_DEPTH = 16
+_KEY_CHARACTERS = 4096
+_ABSENT = object()  # a declared variable not given: its default (in the document) holds
 
 
-def price_key(variables: Mapping[str, Any] | None) -> Hashable | None:
-    """What of the variables' values an operation's price depends on: requests with
-    equal keys have equal prices; None (price it each time) past `_KEY_VALUES` values or
-    `_KEY_DEPTH` levels."""
-    if not variables:
-        return ()
-    if all(type(value) is str for value in variables.values()):  # the usual request
-        return tuple((name, len(value.split())) for name, value in variables.items())
+def price_key(variables: Mapping[str, Any] | None, names: Sequence[str]) -> Hashable | None:
+    """What of the values of the declared variables `names` an operation's price depends
+    on: requests with equal keys have equal prices. None (price it each time) past
+    `_KEY_VALUES` values, `_KEY_DEPTH` levels or `_KEY_CHARACTERS` of object keys, so that
+    a kept key stays small whatever a client sends."""
+    given = variables or {}
+    values = [given.get(name, _ABSENT) for name in names]
+    if all(type(value) is str for value in values):  # the usual request
+        return tuple(len(value.split()) for value in values)
+    budget = [_KEY_VALUES, _KEY_CHARACTERS]
     try:
-        return _shape(dict(variables), _KEY_DEPTH, [_KEY_VALUES])
+        return tuple(_shape(value, _KEY_DEPTH, budget) for value in values)
     except _KeyTooLargeError:
         return None
 
@@ -39,10 +43,16 @@ class _KeyTooLargeError(Exception):
 
 
 def _shape(value: Any, depth: int, budget: list[int]) -> Hashable:
+    """`value` as its price sees it; `budget`: the values and characters of keys left."""
     budget[0] -= 1
     if depth < 0 or budget[0] < 0:
         raise _KeyTooLargeError
+    if value is _ABSENT:
+        return "-"
     if isinstance(value, dict):
+        budget[1] -= sum(map(len, value))
+        if budget[1] < 0:
+            raise _KeyTooLargeError
         return ("{", tuple((k, _shape(v, depth - 1, budget)) for k, v in value.items()))
     if isinstance(value, list):
         return ("[", tuple(_shape(v, depth - 1, budget) for v in value))

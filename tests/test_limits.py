@@ -10,6 +10,7 @@ import pytest
 
 from cachegql.index import IndexStore
 from cachegql.schema import Context, build_schema
+from cachegql.schema.direct import PRICES_KEPT
 from cachegql.schema.limits import LIST_BOUNDS, MAX_TOKENS, price
 from cachegql.schema.price_key import price_key
 from tests.conftest import GraphQLClient
@@ -138,6 +139,18 @@ def test_a_variable_not_given_is_priced_at_its_default(pages_index: Path) -> Non
             "query($s: String) { packages(search: $s) { totalCount } }",
             [{"s": "zlib"}, {"s": "zstd"}, {"s": "torch scatter"}, {"s": "a b c d"}],
         ),
+        (  # a search among variables of other types: the general path's strings
+            "query($s: String, $n: Int) { specs(search: $s, first: $n) { totalCount } }",
+            [{"s": "zlib", "n": 5}, {"s": "zstd", "n": 5}, {"s": "a b c", "n": 5}, {"n": 5}],
+        ),
+        (  # lists as long, of entries of other shapes
+            "query($f: SpecFilter) { specs(filter: $f) { totalCount } }",
+            [
+                {"f": {"or": [{"os": {"eq": "a"}}, {"os": {"eq": "b"}}]}},
+                {"f": {"or": [{"os": {"eq": "a"}}, {"os": {"eq": "b"}, "target": {"eq": "c"}}]}},
+                {"f": {"or": [{"os": {"eq": "a"}}, {"os": {"in": ["b", "c", "d"]}}]}},
+            ],
+        ),
     ],
 )
 def test_variables_of_equal_price_keys_have_equal_prices(
@@ -145,21 +158,71 @@ def test_variables_of_equal_price_keys_have_equal_prices(
 ) -> None:
     """The compiled path keeps a price by `price_key` of the variables: it must not key
     two prices alike (a cheap request's price reused for a dear one)."""
+    names = _declared(query)
     prices: dict[object, int] = {}
     for given in variables:
-        key, cost = price_key(given), _cost(pages_index, query, **given)
+        key, cost = price_key(given, names), _cost(pages_index, query, **given)
         assert key is not None
         assert prices.setdefault(key, cost) == cost
+    assert len(prices) > 1 or len(variables) == 2  # the cases do price differently
 
 
-def test_variables_too_large_or_deep_key_no_price() -> None:
+def _declared(query: str) -> tuple[str, ...]:
+    document = graphql.parse(query)
+    operation = document.definitions[0]
+    assert isinstance(operation, graphql.OperationDefinitionNode)
+    return tuple(d.variable.name.value for d in operation.variable_definitions or ())
+
+
+def test_a_price_key_stays_small_whatever_is_sent() -> None:
+    """A kept key holds what the declared variables' shapes say, never a client's text."""
     deep: dict[str, Any] = {"not": None}
     for _ in range(40):
         deep = {"not": deep}
-    assert price_key({"f": deep}) is None
-    assert price_key({"f": {"package": {"in": [str(i) for i in range(1000)]}}}) is None
-    assert price_key({"h": "abc"}) == price_key({"h": "zzz"}) != price_key({"h": "a b"})
-    assert price_key({"n": 1}) != price_key({"n": True}) != price_key({"n": 2})
+    assert price_key({"f": deep}, ["f"]) is None
+    assert price_key({"f": {"package": {"in": [str(i) for i in range(1000)]}}}, ["f"]) is None
+    assert price_key({"f": {"x" * 10_000: 1}}, ["f"]) is None  # long object keys
+    # Variables the operation does not declare cannot change its price: left out.
+    undeclared = {"h": "x", **{f"v{i}": "" for i in range(100_000)}}
+    assert price_key(undeclared, ["h"]) == price_key({"h": "abc"}, ["h"]) == (1,)
+    assert price_key({"h": "x" * 1_000_000}, ["h"]) == (1,)
+    assert price_key({"h": "abc"}, ["h"]) != price_key({"h": "a b"}, ["h"])
+    assert price_key({"n": 1}, ["n"]) != price_key({"n": True}, ["n"])
+    assert price_key({"n": 1}, ["n"]) != price_key({"n": 2}, ["n"])
+    assert price_key({}, ["n"]) != price_key({"n": None}, ["n"])  # a default, or null
+
+
+def test_a_kept_price_holds_only_for_the_limits_it_was_measured_with(pages_index: Path) -> None:
+    """The same request priced within a page limit of 5 is refused under one of 100: the
+    kept prices start again when the index's bounds or the page limit change."""
+    store = IndexStore(pages_index)
+    query = "query($n: Int) { specs(first: $n) { nodes { hash name version } } }"
+    schema = build_schema(max_cost=300)  # first 50 costs 138 capped at 5, 453 at 100
+    try:
+        small = schema.answer_sync(query, {"n": 50}, Context(store, max_first=5))
+        assert small.execution == "compiled" and small.body is not None
+        large = schema.answer_sync(query, {"n": 50}, Context(store, max_first=100))
+        assert large.execution == "invalid" and large.result is not None
+        assert large.result.errors and large.result.errors[0].extensions
+        assert large.result.errors[0].extensions["code"] == "QUERY_TOO_COMPLEX"
+    finally:
+        store.close()
+
+
+def test_prices_are_kept_for_a_few_shapes_only(pages_index: Path) -> None:
+    store = IndexStore(pages_index)
+    query = "query($n: Int) { specs(first: $n) { nodes { hash } } }"
+    schema = build_schema()
+    direct = schema.direct
+    assert direct is not None
+    try:
+        for n in range(PRICES_KEPT * 2):
+            assert schema.answer_sync(query, {"n": n}, Context(store)).execution == "compiled"
+        prepared = direct._known(query, None)
+        assert prepared is not None and prepared.prices is not None
+        assert 0 < len(prepared.prices[1]) <= PRICES_KEPT
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from cachegql.index.disk.columns import FileArray
 from cachegql.index.disk.tag_files import bounds
 
@@ -35,13 +37,10 @@ class TarballNames:
     def names(self, rows: Sequence[int]) -> list[str | None]:
         """The tarball name of each row: one read of the span the rows cover when it is
         short (a page of one package's specs is adjacent rows), else one read per row."""
-        if len(rows) == 1:
-            return [self.name(int(rows[0]))]
-        offsets = self.offsets
-        starts = [offsets.item(r) for r in rows]
-        ends = [offsets.item(r + 1) for r in rows]
-        if not starts:
-            return []
+        if len(rows) <= 1:
+            return [self.name(int(row)) for row in rows]
+        wanted = np.asarray(rows, dtype=np.int64)
+        starts, ends = self.offsets[wanted].tolist(), self.offsets[wanted + 1].tolist()
         low, high = min(starts), max(ends)
         if high - low <= _SPAN:
             span = self.blob.read(low, high).tobytes()

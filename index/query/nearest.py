@@ -139,7 +139,8 @@ def nearest(
     if binaries is None:
         start, stop = snapshot.package_range(package_id)
         rows = list(range(start, min(stop, start + MAX_COMPARED)))
-        binaries = list(zip(rows, snapshot.specs(rows), strict=True))
+        # Compared, never shown: the tarball names are not read.
+        binaries = list(zip(rows, snapshot.specs(rows, tarballs=False), strict=True))
         if read is not None:
             read[wanted.name] = binaries
     by_configuration: dict[tuple[object, ...], tuple[Difference, ...]] = {}
