@@ -77,7 +77,7 @@ def _query(args: argparse.Namespace) -> int:
                 "stacks": list(s.stacks),
                 "format": format_spec(s),
             }
-            for s in snapshot.specs(rows)
+            for s in snapshot.specs(rows, tarballs=False)
         ]
         json.dump(
             {"tag": snapshot.tag, "query": args.spec, "count": len(specs), "specs": specs},
@@ -87,7 +87,7 @@ def _query(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     for start in range(0, len(rows), QUERY_BATCH):
-        for spec in snapshot.specs(rows[start : start + QUERY_BATCH]):
+        for spec in snapshot.specs(rows[start : start + QUERY_BATCH], tarballs=False):
             print(f"{spec.hash[:SHORT_HASH_LENGTH]} {format_spec(spec, with_hash=False)}")
     print(
         f"==> {len(rows)} matching spec{'' if len(rows) == 1 else 's'} in {snapshot.tag}",
