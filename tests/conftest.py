@@ -24,7 +24,8 @@ from starlette.applications import Starlette
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types import ExecutionResult
 
-from cachegql.index import BuildReport, IndexStore, build_index
+from cachegql.demo import DemoConfig, MirrorConfig, write_mirror, write_pages
+from cachegql.index import BuildReport, IndexStore, Snapshot, build_index
 from cachegql.schema import DEFAULT_MAX_FIRST, Context, build_schema
 from cachegql.server.app import Settings, create_app
 from tests import oracle
@@ -51,6 +52,24 @@ def pages_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("index") / "ix"
     build_index([PAGES], out)
     return out
+
+
+@pytest.fixture(scope="session", params=["pages", "mirror"])
+def demo_snapshot(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Snapshot]:
+    """The tag of a demo pages index (tarball names), then of a demo build cache's (stacks,
+    namespaces, sizes): tests of what a snapshot reads run on both (read-only)."""
+    folder = tmp_path_factory.mktemp(request.param)
+    if request.param == "pages":
+        write_pages(DemoConfig(specs=4000), folder / "pages")
+        build_index([folder / "pages"], folder / "ix")
+    else:
+        summary = write_mirror(MirrorConfig(specs=800, packages=40, stacks=4, seed=3), folder)
+        build_index([summary.mirror], folder / "ix", tag="develop")
+    store = IndexStore(folder / "ix")
+    yield store.snapshot(store.default_tag)
+    store.close()
 
 
 @pytest.fixture(scope="session")
