@@ -27,6 +27,7 @@ from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.publish import PublishError, received
 from cachegql.index.disk.snapshot import DependencyData, PackageData, Snapshot
+from cachegql.index.disk.spec_columns import SpecColumns
 from cachegql.index.disk.store import IndexLoadError, IndexStore, UnknownTagError
 from cachegql.index.disk.verify import IndexChangedError
 from cachegql.index.errors import CriteriaError, shorten
@@ -147,6 +148,7 @@ __all__ = [
     "Snapshot",
     "SourceError",
     "SourceLimits",
+    "SpecColumns",
     "SpecCoverage",
     "SpecCriteria",
     "SpecField",

@@ -6,7 +6,9 @@ other, so they live in one module (the pages of packages, and stacks, build on i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property, lru_cache
+from typing import Any
 
 import strawberry
 from strawberry.types import Info
@@ -19,6 +21,7 @@ from cachegql.index import (
     Rows,
     Scope,
     Snapshot,
+    SpecColumns,
     SpecRecord,
     find_specs,
     format_spec,
@@ -57,44 +60,62 @@ def _variant(data: VariantData) -> Variant:
     return Variant(name=data.name, value=data.value, raw=data.raw)
 
 
-def _tarball(root: Spec) -> str | None:
-    """Read only when asked for (most answers do not), for the spec's whole batch."""
-    return root._batch.tarball(root._row)
+def _shown(field: str, **options: Any) -> Any:
+    """A field of `Spec` read from its batch's columns: for the whole batch, when a query
+    first asks for it (a page that shows three fields reads three columns)."""
+
+    def read(root: Spec) -> Any:
+        return root._batch.shown(field)[root._at]
+
+    return strawberry.field(resolver=read, **options)
 
 
 @strawberry.type(description="A binary spec of a tag.")
 class Spec:
-    hash: str
-    short_hash: str
-    name: str
-    tag: str
-    version: str
-    versions: list[str]
-    compiler: Compiler
-    os: str
-    platform: str
-    target: str
-    variants: list[Variant]
-    stacks: list[str]
-    size: int | None = strawberry.field(
-        deprecation_reason="Int is 32-bit: use sizeBytes (this is null from 2 GiB on)."
+    hash: str = _shown("hash")
+    short_hash: str = _shown("short_hash")
+    name: str = _shown("name")
+    tag: str = _shown("tag")
+    version: str = _shown("version")
+    versions: list[str] = _shown("versions")
+    compiler: Compiler = _shown("compiler")
+    os: str = _shown("os")
+    platform: str = _shown("platform")
+    target: str = _shown("target")
+    variants: list[Variant] = _shown("variants")
+    stacks: list[str] = _shown("stacks")
+    size: int | None = _shown(
+        "size", deprecation_reason="Int is 32-bit: use sizeBytes (this is null from 2 GiB on)."
     )
-    size_bytes: float | None = strawberry.field(
-        description="The tarball's size in bytes (exact up to 2^53); null when unknown."
+    size_bytes: float | None = _shown(
+        "size_bytes",
+        description="The tarball's size in bytes (exact up to 2^53); null when unknown.",
     )
-    tarball: str | None = strawberry.field(resolver=_tarball)
-    namespace: str | None = strawberry.field(
+    tarball: str | None = _shown("tarball")
+    namespace: str | None = _shown(
+        "namespace",
         description='The package repository, e.g. "builtin"; null where the source has '
-        "none (pages)."
+        "none (pages).",
     )
-    _data: strawberry.Private[SpecRecord]
-    _row: strawberry.Private[int]
     _batch: strawberry.Private[SpecBatch]
+    _at: strawberry.Private[int]
+    """The spec's position in its batch."""
+
+    @property
+    def _data(self) -> SpecRecord:
+        # Its readers (format, package, URLs, dependents) never show the tarball name,
+        # the one field kept in a file of its own.
+        return self._batch.columns.record(self._at, tarballs=False)
+
+    @property
+    def _row(self) -> int:
+        return self._batch.rows[self._at]
 
     @strawberry.field
     def package(self, info: Info[Context, None]) -> Package:
-        snapshot = info.context.store.snapshot(self.tag)
-        return package_object(info.context, snapshot.package(snapshot.package_ids[self.name]))
+        data = self._data
+        snapshot = info.context.store.snapshot(data.tag)
+        return package_object(info.context, snapshot.package(snapshot.package_ids[data.package]))
 
     @strawberry.field(
         description="Spack-style one-line spec; pasted into `query:`, it matches this spec."
@@ -149,8 +170,9 @@ class Spec:
         first: int | None = DEFAULT_FIRST,
         after: str | None = None,
     ) -> SpecConnection:
-        scope = Scope.dependents(self.hash)
-        return spec_connection(info.context, self.tag, scope, filter, None, None, first, after)
+        data = self._data
+        scope = Scope.dependents(data.hash)
+        return spec_connection(info.context, data.tag, scope, filter, None, None, first, after)
 
 
 @strawberry.type(description="A direct dependency of a spec (an edge of its DAG).")
@@ -179,6 +201,8 @@ class SpecBatch:
     def __init__(self, snapshot: Snapshot, rows: list[int]) -> None:
         self.snapshot = snapshot
         self.rows = rows
+        self.columns = snapshot.spec_columns(rows)
+        self._shown: dict[str, list[Any]] = {}
 
     @cached_property
     def _dependencies(self) -> dict[int, list[DependencyData] | None]:
@@ -196,49 +220,43 @@ class SpecBatch:
     def dependency_spec(self, row: int) -> Spec:
         return self._dependency_specs[row]
 
-    @cached_property
-    def _tarballs(self) -> dict[int, str | None]:
-        return dict(zip(self.rows, self.snapshot.tarballs.names(self.rows), strict=True))
-
-    def tarball(self, row: int) -> str | None:
-        """Read for all the batch's rows when the first is asked for: most answers
-        ask for none, and a page's names are one read."""
-        return self._tarballs[row]
+    def shown(self, field: str) -> list[Any]:
+        """The values of one field of `Spec`, by position in the batch, as the API shows
+        them; read for the whole batch when first asked for."""
+        values = self._shown.get(field)
+        if values is None:
+            values = self._shown[field] = _SHOWN[field](self.columns)
+        return values
 
 
 _INT_LIMIT = 2**31
 
+# How each field of `Spec` is made of a record's fields (`SpecColumns`), a column at a time.
+_SHOWN: dict[str, Callable[[SpecColumns], list[Any]]] = {
+    "hash": lambda c: c["hash"],
+    "short_hash": lambda c: [h[:SHORT_HASH_LENGTH] for h in c["hash"]],
+    "name": lambda c: c["package"],
+    "tag": lambda c: c["tag"],
+    "version": lambda c: [v[0] for v in c["versions"]],
+    "versions": lambda c: c["versions"],
+    "compiler": lambda c: [_compiler(x) for x in c["compiler"]],
+    "os": lambda c: c["os"],
+    "platform": lambda c: c["platform"],
+    "target": lambda c: c["target"],
+    "variants": lambda c: [[_variant(v) for v in vs] for vs in c["variants"]],
+    "stacks": lambda c: c["stacks"],
+    "size": lambda c: [None if s is None or s >= _INT_LIMIT else s for s in c["size"]],
+    "size_bytes": lambda c: [None if s is None else float(s) for s in c["size"]],
+    "tarball": lambda c: c["tarball"],
+    "namespace": lambda c: [n or None for n in c["namespace"]],
+}
+
 
 def spec_objects(snapshot: Snapshot, rows: list[int]) -> list[Spec]:
-    """The API's Spec objects for `rows`, read in one go and sharing one batch."""
+    """The API's Spec objects for `rows`, sharing one batch: nothing is read until a
+    field is asked for, and then that field for all of them."""
     batch = SpecBatch(snapshot, rows)
-    return [
-        _spec_object(record, row, batch)
-        for row, record in zip(rows, snapshot.specs(rows, tarballs=False), strict=True)
-    ]
-
-
-def _spec_object(data: SpecRecord, row: int, batch: SpecBatch) -> Spec:
-    return Spec(
-        hash=data.hash,
-        short_hash=data.hash[:SHORT_HASH_LENGTH],
-        name=data.package,
-        tag=data.tag,
-        version=data.version,
-        versions=list(data.versions),
-        compiler=_compiler(data.compiler),
-        os=data.os,
-        platform=data.platform,
-        target=data.target,
-        variants=[_variant(v) for v in data.variants],
-        stacks=list(data.stacks),
-        size=data.size if data.size is None or data.size < _INT_LIMIT else None,
-        size_bytes=None if data.size is None else float(data.size),
-        namespace=data.namespace or None,
-        _data=data,
-        _row=row,
-        _batch=batch,
-    )
+    return [Spec(_batch=batch, _at=at) for at in range(len(rows))]
 
 
 def package_object(context: Context, data: PackageData) -> Package:

@@ -7,7 +7,13 @@ checked to hold what that path reads (tarball names, sizes, stacks, flags, varia
 
 from __future__ import annotations
 
-from cachegql.index import Snapshot
+from pathlib import Path
+
+import orjson
+import pytest
+
+from cachegql.index import IndexStore, Snapshot, SpecRecord
+from cachegql.schema import Context, build_schema
 
 
 def test_each_rows_own_record_is_the_batch_reads(demo_snapshot: Snapshot) -> None:
@@ -44,3 +50,55 @@ def test_tarball_names_are_read_apart_as_the_records_hold_them(demo_snapshot: Sn
     )
     assert {r.tarball for r in bare} == {None}
     assert bare == [r._replace(tarball=None) for r in [*records, records[-1]]]
+
+
+def test_a_batchs_columns_are_its_records_fields(demo_snapshot: Snapshot) -> None:
+    """`spec_columns` reads a field at a time, for rows in any order, repeated or alone."""
+    count = len(demo_snapshot.hash_rank)
+    for rows in ([count - 1, 0, 3, 3, 1], [2], list(range(count))):
+        records = demo_snapshot.specs(rows)
+        columns = demo_snapshot.spec_columns(rows)
+        for field in reversed(SpecRecord._fields):  # an order unlike the records'
+            assert columns[field] == [getattr(r, field) for r in records], (rows, field)
+        assert [columns.record(at) for at in range(len(rows))] == records
+    assert demo_snapshot.spec_columns([])["hash"] == []
+
+
+QUERIES_AND_TARBALL_READS = {
+    "{ specs(first: 20) { nodes { hash format name } } }": 0,
+    "{ specs(first: 20) { nodes { package { name } specFileUrl tarballUrl } } }": 0,
+    "{ specs(first: 20) { nodes { hash tarball } } }": 1,  # the whole page at once
+}
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_page_reads_tarball_names_only_to_show_them(
+    pages_index: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    """Tarball names are the one field in a file of its own: the fields made of a whole
+    record (`format`, `package`, the URLs) must not read it."""
+    store = IndexStore(pages_index)
+    tarballs = store.snapshot().tarballs
+    reads: list[int] = []
+    names = tarballs.names
+
+    def counted(rows: list[int]) -> list[str | None]:
+        reads.append(len(rows))
+        return names(rows)
+
+    monkeypatch.setattr(tarballs, "names", counted)
+    schema = build_schema(compiled=compiled)
+    try:
+        for query, expected in QUERIES_AND_TARBALL_READS.items():
+            reads.clear()
+            answer = schema.answer_sync(query, None, Context(store))
+            if answer.body is not None:
+                data = orjson.loads(answer.body)["data"]
+            else:
+                assert answer.result is not None and answer.result.errors is None
+                data = answer.result.data
+            assert len(data["specs"]["nodes"]) == 20
+            assert len(reads) == expected, query
+    finally:
+        store.close()
+    assert reads == [20]

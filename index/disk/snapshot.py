@@ -39,6 +39,7 @@ from cachegql.index.disk.layout import (
     TEXT_FOLDER,
 )
 from cachegql.index.disk.package_data import PackageData
+from cachegql.index.disk.spec_columns import SpecColumns
 from cachegql.index.disk.tag_files import Dictionaries, bounds, checked_dag, value_names
 from cachegql.index.disk.tarballs import TarballNames
 from cachegql.index.disk.text import TextIndex
@@ -51,7 +52,6 @@ from cachegql.index.spack.versions import VersionKey, VersionRange, version_key
 __all__ = ["DependencyData", "Dictionary", "PackageData", "Snapshot"]
 
 SET_COLUMNS = ("versions", "stacks", "variants", "atoms", "flag_atoms")
-_ATTRIBUTE_FIELDS = tuple(f.name for f in SPEC_FIELDS if f.attribute)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,76 +300,19 @@ class Snapshot:
     def specs(self, wanted: Rows | list[int], *, tarballs: bool = True) -> list[SpecRecord]:
         """The records of these rows, in the given order; one vectorised read per column.
 
-        `tarballs=False` leaves each record's `tarball` None, for a caller that reads
-        them only when asked for (`self.tarballs`): a read of the file fewer.
+        `tarballs=False` leaves each record's `tarball` None, for a caller that never
+        shows them: a read of the file fewer. `spec_columns` reads only the fields asked.
         """
-        if not len(wanted):
-            return []
-        self.spec_reads += 1
-        if len(wanted) == 1:  # a hash lookup: a dozen array reads cost more than the answer
-            return [self._spec(int(wanted[0]), tarballs)]
-        rows = np.asarray(wanted, dtype=np.int64)
-        hashes = self.hash_sorted[self.hash_rank[rows]].tolist()
-        attributes = [
-            (name, self.columns[name].values, self.columns[name].codes[rows].tolist())
-            for name in _ATTRIBUTE_FIELDS
-        ]
-        compilers = self.compiler_codes[rows].tolist()
-        flags = self.flag_codes[rows].tolist()
-        version_sets = self._members("versions", rows)
-        variant_sets = self._members("variants", rows)
-        stack_sets = self._members("stacks", rows)
-        sizes = self.sizes[rows].tolist()
-        names = self.tarballs.names(rows.tolist()) if tarballs else [None] * len(rows)
-        version_names = self.sets["versions"].values
-        stack_names = self.sets["stacks"].values
-        return [
-            SpecRecord(
-                hash=hashes[i].decode(),
-                tag=self.tag,
-                versions=tuple(version_names[v] for v in version_sets[i]),
-                compiler=self.compilers[compilers[i]],
-                variants=tuple(self.variants[v] for v in variant_sets[i]),
-                stacks=tuple(stack_names[s] for s in stack_sets[i]),
-                size=None if sizes[i] < 0 else sizes[i],
-                tarball=names[i],
-                flags=self.flags[flags[i]],
-                **{name: values[codes[i]] for name, values, codes in attributes},
-            )
-            for i in range(len(rows))
-        ]
+        return self.spec_columns(wanted).records(tarballs=tarballs)
 
-    def _spec(self, row: int, tarballs: bool) -> SpecRecord:
-        """`specs([row])`, each column read with `item`, without numpy's fancy indexing."""
-        members, sets = self._set_member_lists, self.sets
-        versions, variants, stacks = (
-            members[name][sets[name].codes.item(row)] for name in ("versions", "variants", "stacks")
-        )
-        size = self.sizes.item(row)
-        return SpecRecord(
-            hash=bytes(self.hash_sorted[self.hash_rank.item(row)]).decode(),
-            tag=self.tag,
-            versions=tuple(sets["versions"].values[v] for v in versions),
-            compiler=self.compilers[self.compiler_codes.item(row)],
-            variants=tuple(self.variants[v] for v in variants),
-            stacks=tuple(sets["stacks"].values[s] for s in stacks),
-            size=None if size < 0 else size,
-            tarball=self.tarballs.name(row) if tarballs else None,
-            flags=self.flags[self.flag_codes.item(row)],
-            **{
-                name: self.columns[name].values[self.columns[name].codes.item(row)]
-                for name in _ATTRIBUTE_FIELDS
-            },
-        )
+    def spec_columns(self, wanted: Rows | list[int]) -> SpecColumns:
+        """The specs of these rows, each field read for all of them when first asked for."""
+        return SpecColumns(self, wanted if isinstance(wanted, list) else wanted.tolist())
 
     def set_members(self, column: str) -> list[list[int]]:
         """The member values of each set of a set column (`versions`, `variants`,
         `stacks`), by set id, as lists: for reads of a few rows."""
         return self._set_member_lists[column]
-
-    def _members(self, column: str, rows: npt.NDArray[np.int64]) -> list[list[int]]:
-        member_lists = self._set_member_lists[column]
-        return [member_lists[code] for code in self.sets[column].codes[rows].tolist()]
 
     @cached_property
     def _set_member_lists(self) -> dict[str, list[list[int]]]:

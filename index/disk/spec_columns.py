@@ -1,0 +1,142 @@
+"""Some rows' specs, read a field at a time: a page reads the columns it shows.
+
+A page that shows each spec's hash, name and version reads those three columns for its
+twenty rows, not the fourteen fields of twenty records. Each field is read for all the
+rows at once, with one vectorised read per array (`.item` for a single row, where
+numpy's fancy indexing costs more than the answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from cachegql.index.fields import SPEC_FIELDS
+from cachegql.index.records import SpecRecord
+
+if TYPE_CHECKING:
+    from cachegql.index.disk.snapshot import Snapshot
+
+__all__ = ["SpecColumns"]
+
+
+class SpecColumns:
+    """The fields of the specs at `rows` (in that order), each read for all the rows
+    when first asked for: `columns["package"][i]` is row `rows[i]`'s package."""
+
+    __slots__ = ("_read", "_wanted", "rows", "snapshot")
+
+    def __init__(self, snapshot: Snapshot, rows: list[int]) -> None:
+        self.snapshot = snapshot
+        self.rows = rows
+        self._read: dict[str, list[Any]] = {}
+        self._wanted: npt.NDArray[np.int64] | None = None
+
+    def __getitem__(self, field: str) -> list[Any]:
+        """The values of one `SpecRecord` field, by position in `rows`."""
+        values = self._read.get(field)
+        if values is None:
+            if not self.rows:
+                return []
+            if not self._read:
+                self.snapshot.spec_reads += 1  # a batch read, for tests that count them
+            values = self._read[field] = _READERS[field](self)
+        return values
+
+    def record(self, at: int, *, tarballs: bool = True) -> SpecRecord:
+        """The whole record of `rows[at]`; `tarballs=False` leaves its `tarball` None."""
+        values: list[Any] = [
+            self[field][at] if field != "tarball" or tarballs else None
+            for field in SpecRecord._fields
+        ]
+        return SpecRecord(*values)
+
+    def records(self, *, tarballs: bool = True) -> list[SpecRecord]:
+        """The whole records of all the rows; `tarballs=False` leaves each `tarball` None
+        (the biggest column, on disk: most callers never show it)."""
+        fields = [
+            self[f] if f != "tarball" or tarballs else [None] * len(self.rows)
+            for f in SpecRecord._fields
+        ]
+        return [SpecRecord(*values) for values in zip(*fields, strict=True)]
+
+    def codes(self, array: npt.NDArray[Any]) -> list[Any]:
+        """`array`'s entries at the rows, as Python values."""
+        if len(self.rows) == 1:
+            return [array.item(self.rows[0])]
+        if self._wanted is None:
+            self._wanted = np.asarray(self.rows, dtype=np.int64)
+        return array[self._wanted].tolist()  # type: ignore[no-any-return]
+
+
+def _hashes(columns: SpecColumns) -> list[Any]:
+    snapshot = columns.snapshot
+    ranks = columns.codes(snapshot.hash_rank)
+    if len(ranks) == 1:
+        return [bytes(snapshot.hash_sorted[ranks[0]]).decode()]
+    return [h.decode() for h in snapshot.hash_sorted[np.asarray(ranks)].tolist()]
+
+
+def _attribute(field: str) -> Callable[[SpecColumns], list[Any]]:
+    def read(columns: SpecColumns) -> list[Any]:
+        column = columns.snapshot.columns[field]
+        values = column.values
+        return [values[code] for code in columns.codes(column.codes)]
+
+    return read
+
+
+def _set(field: str, named: str | None = None) -> Callable[[SpecColumns], list[Any]]:
+    """A set column's members, named by the snapshot's list `named` (else its own)."""
+
+    def read(columns: SpecColumns) -> list[Any]:
+        snapshot = columns.snapshot
+        members = snapshot.set_members(field)
+        values = snapshot.sets[field].values if named is None else getattr(snapshot, named)
+        return [
+            tuple(values[m] for m in members[code])
+            for code in columns.codes(snapshot.sets[field].codes)
+        ]
+
+    return read
+
+
+def _coded(codes: str, named: str) -> Callable[[SpecColumns], list[Any]]:
+    """The snapshot's list `named` at the codes of its array `codes`."""
+
+    def read(columns: SpecColumns) -> list[Any]:
+        values = getattr(columns.snapshot, named)
+        return [values[code] for code in columns.codes(getattr(columns.snapshot, codes))]
+
+    return read
+
+
+def _sizes(columns: SpecColumns) -> list[Any]:
+    return [None if size < 0 else size for size in columns.codes(columns.snapshot.sizes)]
+
+
+def _tags(columns: SpecColumns) -> list[Any]:
+    return [columns.snapshot.tag] * len(columns.rows)
+
+
+def _tarballs(columns: SpecColumns) -> list[Any]:
+    return columns.snapshot.tarballs.names(columns.rows)
+
+
+# How each field of a record is read; the attribute fields (package, os, ...) from the
+# field table, each a dictionary-coded column.
+_READERS: dict[str, Callable[[SpecColumns], list[Any]]] = {
+    "hash": _hashes,
+    "tag": _tags,
+    "versions": _set("versions"),
+    "compiler": _coded("compiler_codes", "compilers"),
+    "variants": _set("variants", "variants"),
+    "stacks": _set("stacks"),
+    "size": _sizes,
+    "tarball": _tarballs,
+    "flags": _coded("flag_codes", "flags"),
+    **{f.name: _attribute(f.name) for f in SPEC_FIELDS if f.attribute},
+}
