@@ -28,6 +28,7 @@ from cachegql.schema.inline import runs_inline, small_request
 from cachegql.schema.limits import DEFAULT_MAX_COST, MAX_TOKENS, CostLimit
 from cachegql.schema.pagination import DEFAULT_MAX_FIRST
 from cachegql.schema.query import Query
+from cachegql.schema.readers import resolve_directly
 
 __all__ = [
     "DOCUMENT_CACHE_SIZE",
@@ -71,6 +72,8 @@ class CachegqlSchema(strawberry.Schema):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        if compiled:  # else strawberry's own path throughout: the reference
+            resolve_directly(self._schema, self.schema_converter)
         self.runner = runner
         self.inline = inline
         self.direct = (
@@ -229,8 +232,10 @@ def build_schema(
     A document has at most `MAX_TOKENS` tokens, and each operation is priced before it is
     validated (`limits`): over `max_cost`, it is refused. `answer` runs an operation
     through its compiled plan (`direct`) unless `compiled` is false; else, and for what
-    plans do not cover, `execution` is graphql-core's execution context: the fast one
-    by default (`execution`); tests pass strawberry's stock one to compare. `inline`:
+    plans do not cover, `execution` is graphql-core's execution context: the fast one by
+    default (`execution`); tests pass strawberry's stock one to compare. Unless `compiled`
+    is false, graphql-core also calls the resolvers that read only their source directly,
+    not through strawberry's wrapper (`readers`). `inline`:
     cheap compiled operations run on the event loop (`inline.runs_inline`).
     """
     return CachegqlSchema(

@@ -18,7 +18,6 @@ path, which then answers exactly as it would have.
 from __future__ import annotations
 
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
 from graphql import (
@@ -44,6 +43,7 @@ from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
 
 from cachegql.schema.arguments import convert_field_arguments, has_variables
+from cachegql.schema.readers import source_reader
 
 __all__ = [
     "Arguments",
@@ -272,8 +272,9 @@ def _resolver(field: GraphQLField, node: FieldNode, converter: GraphQLCoreConver
     definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
     if not isinstance(definition, StrawberryField):
         raise _UncoveredError
-    if definition.is_basic_field and definition.default_resolver is getattr and not field.args:
-        return _attribute(attrgetter(definition.python_name))
+    reader = source_reader(definition)
+    if reader is not None and not field.args and not converter.exception_handlers:
+        return _attribute(reader)
     call = _direct_call(definition, converter)
     if call is None:
         return _wrapped(field, node)

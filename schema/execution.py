@@ -9,17 +9,18 @@ anything unexpected (a null where the schema forbids one, a value that does not
 serialize, a list that is not a list or tuple), back to graphql-core, which then
 reports it exactly as it would have.
 
-A field is plain when strawberry calls it basic (no resolver, no extensions, so no
-permission classes either) and reads it with `getattr`. This overrides graphql-core
-3.3's `execute_fields` and `complete_iterable_value`; pyproject pins that minor version,
-and tests/test_execution.py compares every query of the API tests with the stock path.
+A field is plain when `readers.plain_reader` reads it: strawberry calls it basic (no
+resolver, no extensions, so no permission classes either) and reads it with `getattr`, or
+`readers.resolve_directly` has graphql-core read it off the source (`Spec`'s fields). This
+overrides graphql-core 3.3's `execute_fields` and `complete_iterable_value`; pyproject pins
+that minor version, and tests/test_execution.py compares every query of the API tests
+with the stock path.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable
-from operator import attrgetter
 from typing import Any, ClassVar, cast
 
 from graphql import (
@@ -34,8 +35,8 @@ from graphql import (
 from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.pyutils import Path
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
-from strawberry.schema.schema_converter import GraphQLCoreConverter
-from strawberry.types.field import StrawberryField
+
+from cachegql.schema.readers import plain_reader
 
 __all__ = ["FastExecutionContext"]
 
@@ -82,19 +83,11 @@ def _serializer(field_type: GraphQLOutputType) -> Callable[[Any], Any] | None:
 
 
 def _plain_reader(field: GraphQLField) -> Reader | None:
-    """How to read and complete a basic field that strawberry resolves with `getattr`."""
-    definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if (
-        not isinstance(definition, StrawberryField)
-        or not definition.is_basic_field
-        or definition.default_resolver is not getattr
-        or field.args
-    ):
-        return None
+    """How to read and complete a field that `readers.plain_reader` reads off its source."""
+    get = plain_reader(field)
     serialize = _serializer(field.type)
-    if serialize is None:
+    if get is None or serialize is None:
         return None
-    get = attrgetter(definition.python_name)
     return lambda source: serialize(get(source))
 
 

@@ -1,0 +1,83 @@
+"""Fields read straight off their source, where strawberry's wrapper would add nothing.
+
+Strawberry resolves a field through a wrapper that converts arguments, builds an `Info`
+and runs field extensions: some microseconds a field, most of a page of specs' cost. A
+field needs none of that when it is basic (read with `getattr`) or when its resolver's
+one parameter is the source (`Spec`'s fields, read from their batch's columns), and it
+has no arguments, no extensions and no async resolver, and the schema no exception
+handlers. Both the compiled plans (`compiled`) and the fast execution context
+(`execution`) then read it with this; with `compiled=False`, strawberry's own resolvers
+stay (the reference the tests compare with), and only basic fields are read plainly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any
+
+from graphql import GraphQLField, GraphQLObjectType, GraphQLSchema
+from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.types.field import StrawberryField
+
+__all__ = ["SourceResolver", "plain_reader", "resolve_directly", "source_reader"]
+
+
+def source_reader(definition: StrawberryField) -> Callable[[Any], Any] | None:
+    """A function of the source that returns the field's value, or None where
+    strawberry's resolver wrapper must run."""
+    if definition.arguments or definition.extensions:
+        return None
+    if definition.is_basic_field:
+        if definition.default_resolver is not getattr:
+            return None
+        return attrgetter(definition.python_name)
+    resolver = definition.base_resolver
+    if resolver is None or resolver.is_async or resolver.info_parameter is not None:
+        return None
+    sources = (resolver.self_parameter, resolver.root_parameter, resolver.parent_parameter)
+    function = resolver.wrapped_func
+    if len(resolver.signature.parameters) != 1 or not any(sources) or not callable(function):
+        return None
+    return function
+
+
+def resolve_directly(schema: GraphQLSchema, converter: GraphQLCoreConverter) -> None:
+    """Have graphql-core call each resolver that `source_reader` reads with its source
+    alone, as the compiled plans do, rather than through strawberry's wrapper. Not
+    where the schema has exception handlers: the wrapper is what applies them."""
+    if converter.exception_handlers:
+        return
+    for named_type in schema.type_map.values():
+        if not isinstance(named_type, GraphQLObjectType) or named_type.name.startswith("__"):
+            continue
+        for field in named_type.fields.values():
+            definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
+            if not isinstance(definition, StrawberryField) or definition.is_basic_field:
+                continue
+            read = source_reader(definition)
+            if read is not None and not field.args:
+                field.resolve = SourceResolver(read)
+
+
+def plain_reader(field: GraphQLField) -> Callable[[Any], Any] | None:
+    """How to read `field` off its source without strawberry's wrapper, or None: a basic
+    field with `getattr`, another as `resolve_directly` made graphql-core read it."""
+    if isinstance(field.resolve, SourceResolver):
+        return field.resolve.read
+    definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
+    if not isinstance(definition, StrawberryField) or not definition.is_basic_field:
+        return None
+    return None if field.args else source_reader(definition)
+
+
+class SourceResolver:
+    """A graphql-core resolver that reads its field off the source alone."""
+
+    __slots__ = ("read",)
+
+    def __init__(self, read: Callable[[Any], Any]) -> None:
+        self.read = read
+
+    def __call__(self, source: Any, _info: Any) -> Any:
+        return self.read(source)
