@@ -6,7 +6,8 @@ every value: 0.5 ms for a `SpecFilter` of three conditions, more than the index 
 answer it. Here each field's conversion is planned once (`_plan`: a function per type,
 doing what `convert_argument` does for it) and then only called; a type the plan does
 not cover (`Maybe`, a `GlobalID`, an input with its own `from_input`) makes the field's
-arguments go through strawberry's function as before.
+arguments go through strawberry's function as before. The GraphQL values it converts come
+from a template per field node where variables fill it (`argument_values`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from threading import Lock
 from typing import Any
 
 from graphql import FieldNode, GraphQLField, ListValueNode, ObjectValueNode, ValueNode, VariableNode
-from graphql.execution.values import VariableValues, get_argument_values
+from graphql.execution.values import VariableValues
 from strawberry.relay.types import GlobalID
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema_converter import GraphQLCoreConverter
@@ -37,6 +38,8 @@ from strawberry.types.enum import has_enum_definition
 from strawberry.types.lazy_type import LazyType
 from strawberry.types.unset import UNSET
 
+from cachegql.schema.argument_values import argument_values
+
 __all__ = ["convert_field_arguments", "has_variables"]
 
 
@@ -48,7 +51,7 @@ def convert_field_arguments(
 ) -> dict[str, Any]:
     """The arguments of a field's resolver function, as strawberry converts them."""
     definition = field.extensions[GraphQLCoreConverter.DEFINITION_BACKREF]
-    values = get_argument_values(field, node, variables)
+    values = argument_values(field, node, variables)
     planned = _planned(definition.arguments, converter)
     if planned is None:
         return convert_arguments(
