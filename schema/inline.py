@@ -38,10 +38,11 @@ from strawberry.schema.schema_converter import GraphQLCoreConverter
 
 from cachegql.index import package_reads, spec_reads
 from cachegql.schema.arguments import convert_field_arguments, has_variables
-from cachegql.schema.compiled import Arguments, collect_fields
+from cachegql.schema.compiled import Arguments
 from cachegql.schema.context import Context
 from cachegql.schema.inputs import package_criteria, spec_criteria
 from cachegql.schema.limits import CONNECTION_TYPES
+from cachegql.schema.selections import collect_fields
 
 __all__ = [
     "INLINE_MAX_CHARS",
