@@ -8,11 +8,14 @@ has no arguments, no extensions and no async resolver, and the schema no excepti
 handlers. Both the compiled plans (`compiled`) and the fast execution context
 (`execution`) then read it with this; with `compiled=False`, strawberry's own resolvers
 stay (the reference the tests compare with), and only basic fields are read plainly.
+
+A reader may also say how to read its field for many sources at once (`reads_many`: a
+page of specs reads a column of its batch), which the plans use for lists of objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -20,7 +23,20 @@ from graphql import GraphQLField, GraphQLObjectType, GraphQLSchema
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
 
-__all__ = ["SourceResolver", "plain_reader", "resolve_directly", "source_reader"]
+__all__ = [
+    "SourceResolver",
+    "many_reader",
+    "plain_reader",
+    "reads_many",
+    "resolve_directly",
+    "source_reader",
+]
+
+Reader = Callable[[Any], Any]
+ManyReader = Callable[[Sequence[Any]], list[Any]]
+
+_MANY: dict[Reader, ManyReader] = {}
+"""How the readers that know better read many sources at once (`reads_many`)."""
 
 
 def source_reader(definition: StrawberryField) -> Callable[[Any], Any] | None:
@@ -81,3 +97,16 @@ class SourceResolver:
 
     def __call__(self, source: Any, _info: Any) -> Any:
         return self.read(source)
+
+
+def reads_many(read: Reader, many: ManyReader) -> None:
+    """Declare that `many(sources)` is `[read(s) for s in sources]`, read at once."""
+    _MANY[read] = many
+
+
+def many_reader(read: Reader) -> ManyReader:
+    """How to read `read`'s field for many sources: as declared, else one by one."""
+    many = _MANY.get(read)
+    if many is not None:
+        return many
+    return lambda sources: list(map(read, sources))

@@ -6,34 +6,33 @@ other, so they live in one module (the pages of packages, and stacks, build on i
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cached_property, lru_cache
+import weakref
+from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 import strawberry
 from strawberry.types import Info
 
 from cachegql.index import (
-    SHORT_HASH_LENGTH,
     DependencyData,
     Facets,
     PackageData,
     Rows,
     Scope,
     Snapshot,
-    SpecColumns,
     SpecRecord,
     find_specs,
     format_spec,
     missing_hashes,
     spec_binary_urls,
 )
-from cachegql.index import Compiler as CompilerData
-from cachegql.index import Variant as VariantData
 from cachegql.schema.context import Context
 from cachegql.schema.facet_types import SpecFacets
 from cachegql.schema.inputs import SpecFilter, SpecFilterArg, asked_hashes, spec_criteria
 from cachegql.schema.pagination import DEFAULT_FIRST, Window, fingerprint, window
+from cachegql.schema.readers import reads_many
+from cachegql.schema.spec_fields import SHOWN
 from cachegql.schema.value_types import Compiler, PageInfo, StackCount, Variant, page_info
 
 __all__ = [
@@ -50,16 +49,6 @@ __all__ = [
 ]
 
 
-@lru_cache(maxsize=65536)
-def _compiler(data: CompilerData) -> Compiler:
-    return Compiler(name=data.name, version=data.version, raw=data.raw)
-
-
-@lru_cache(maxsize=65536)
-def _variant(data: VariantData) -> Variant:
-    return Variant(name=data.name, value=data.value, raw=data.raw)
-
-
 def _shown(field: str, **options: Any) -> Any:
     """A field of `Spec` read from its batch's columns: for the whole batch, when a query
     first asks for it (a page that shows three fields reads three columns)."""
@@ -67,6 +56,13 @@ def _shown(field: str, **options: Any) -> Any:
     def read(root: Spec) -> Any:
         return root._batch.shown(field)[root._at]
 
+    def read_all(roots: Sequence[Spec]) -> list[Any]:
+        batch = roots[0]._batch if roots else None
+        if batch is not None and batch.page is not None and roots is batch.page():
+            return batch.shown(field)  # the batch's own page: the column itself
+        return [read(root) for root in roots]
+
+    reads_many(read, read_all)
     return strawberry.field(resolver=read, **options)
 
 
@@ -203,6 +199,9 @@ class SpecBatch:
         self.rows = rows
         self.columns = snapshot.spec_columns(rows)
         self._shown: dict[str, list[Any]] = {}
+        # The page of specs made of it, weakly: each spec refers to its batch, and a
+        # request's objects must die with it by reference counting.
+        self.page: weakref.ref[_Specs] | None = None
 
     @cached_property
     def _dependencies(self) -> dict[int, list[DependencyData] | None]:
@@ -225,38 +224,21 @@ class SpecBatch:
         them; read for the whole batch when first asked for."""
         values = self._shown.get(field)
         if values is None:
-            values = self._shown[field] = _SHOWN[field](self.columns)
+            values = self._shown[field] = SHOWN[field](self.columns)
         return values
-
-
-_INT_LIMIT = 2**31
-
-# How each field of `Spec` is made of a record's fields (`SpecColumns`), a column at a time.
-_SHOWN: dict[str, Callable[[SpecColumns], list[Any]]] = {
-    "hash": lambda c: c["hash"],
-    "short_hash": lambda c: [h[:SHORT_HASH_LENGTH] for h in c["hash"]],
-    "name": lambda c: c["package"],
-    "tag": lambda c: c["tag"],
-    "version": lambda c: [v[0] for v in c["versions"]],
-    "versions": lambda c: c["versions"],
-    "compiler": lambda c: [_compiler(x) for x in c["compiler"]],
-    "os": lambda c: c["os"],
-    "platform": lambda c: c["platform"],
-    "target": lambda c: c["target"],
-    "variants": lambda c: [[_variant(v) for v in vs] for vs in c["variants"]],
-    "stacks": lambda c: c["stacks"],
-    "size": lambda c: [None if s is None or s >= _INT_LIMIT else s for s in c["size"]],
-    "size_bytes": lambda c: [None if s is None else float(s) for s in c["size"]],
-    "tarball": lambda c: c["tarball"],
-    "namespace": lambda c: [n or None for n in c["namespace"]],
-}
 
 
 def spec_objects(snapshot: Snapshot, rows: list[int]) -> list[Spec]:
     """The API's Spec objects for `rows`, sharing one batch: nothing is read until a
     field is asked for, and then that field for all of them."""
     batch = SpecBatch(snapshot, rows)
-    return [Spec(_batch=batch, _at=at) for at in range(len(rows))]
+    specs = _Specs(Spec(_batch=batch, _at=at) for at in range(len(rows)))
+    batch.page = weakref.ref(specs)
+    return specs
+
+
+class _Specs(list[Spec]):
+    """A batch's specs: a list that can be referred to weakly."""
 
 
 def package_object(context: Context, data: PackageData) -> Package:

@@ -96,8 +96,9 @@ def _set(field: str, named: str | None = None) -> Callable[[SpecColumns], list[A
         snapshot = columns.snapshot
         members = snapshot.set_members(field)
         values = snapshot.sets[field].values if named is None else getattr(snapshot, named)
+        value_of = values.__getitem__
         return [
-            tuple(values[m] for m in members[code])
+            tuple(map(value_of, members[code]))
             for code in columns.codes(snapshot.sets[field].codes)
         ]
 

@@ -1,0 +1,54 @@
+"""Leaf values completed a column at a time, where their types show there is nothing to do.
+
+graphql-core serializes a `String` by calling `serialize_string` on each value, which
+returns a `str` as it is; an `Int` within 32 bits and a `Boolean` likewise. The types of
+a whole column are one C-level glance (`set(map(type, values))`): where they are only
+those, the column is its own serialization. Any other value (a null where the field
+forbids one, a number for a `String`, an `Int` past 32 bits, a `bool` for an `Int`)
+sends the column back to the value-by-value path, which serializes or refuses it as
+graphql-core does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from graphql import GraphQLBoolean, GraphQLInt, GraphQLNamedType, GraphQLString
+
+__all__ = ["ColumnSerializer", "column_serializer"]
+
+ColumnSerializer = Callable[[Sequence[Any]], "list[Any] | None"]
+"""A column's values serialized, or None where they must be serialized one by one."""
+
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_NONE = type(None)
+
+# The scalars whose serializer returns these Python types unchanged.
+_UNCHANGED: dict[GraphQLNamedType, type] = {
+    GraphQLString: str,
+    GraphQLBoolean: bool,
+    GraphQLInt: int,
+}
+
+
+def column_serializer(scalar: GraphQLNamedType, required: bool) -> ColumnSerializer | None:
+    """How to serialize a column of `scalar` values at once; None where there is no
+    way but value by value (other scalars, enums)."""
+    kind = _UNCHANGED.get(scalar)
+    if kind is None:
+        return None
+    allowed = frozenset({kind} if required else {kind, _NONE})
+    bounded = kind is int
+
+    def serialize(values: Sequence[Any]) -> list[Any] | None:
+        found = set(map(type, values))
+        if not found <= allowed:
+            return None
+        if bounded and values:
+            numbers = [v for v in values if v is not None] if _NONE in found else values
+            if numbers and (min(numbers) < _INT_MIN or max(numbers) > _INT_MAX):
+                return None
+        return list(values)
+
+    return serialize

@@ -1,0 +1,92 @@
+"""Leaf columns (schema/leaf_columns.py) serialize as graphql-core does, value by value.
+
+Each column below is serialized at once where `column_serializer` can, and compared with
+graphql-core's serializer applied to each value; where a column holds anything the fast
+path must not pass (a null where the field forbids one, a number for a `String`, an
+`Int` past 32 bits, a `bool` for an `Int`), it must decline (None), so that the plan's
+value-by-value path serializes or refuses it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from graphql import (
+    GraphQLBoolean,
+    GraphQLEnumType,
+    GraphQLFloat,
+    GraphQLID,
+    GraphQLInt,
+    GraphQLScalarType,
+    GraphQLString,
+)
+
+from cachegql.schema import build_schema
+from cachegql.schema.leaf_columns import column_serializer
+from cachegql.schema.readers import many_reader
+from cachegql.schema.spec_types import Spec
+
+CASES: list[tuple[GraphQLScalarType, bool, list[Any], bool]] = [
+    # scalar, required, values, served at once
+    (GraphQLString, True, ["a", "b", ""], True),
+    (GraphQLString, True, [], True),
+    (GraphQLString, True, ["a", None], False),
+    (GraphQLString, False, ["a", None], True),
+    (GraphQLString, False, [None, None], True),
+    (GraphQLString, True, ["a", 1], False),
+    (GraphQLString, True, ["a", True], False),
+    (GraphQLInt, True, [0, -(2**31), 2**31 - 1], True),
+    (GraphQLInt, True, [1, 2**31], False),
+    (GraphQLInt, True, [-(2**31) - 1], False),
+    (GraphQLInt, False, [None, 5, None], True),
+    (GraphQLInt, False, [None, 2**40], False),
+    (GraphQLInt, False, [None], True),
+    (GraphQLInt, True, [1, True], False),
+    (GraphQLInt, True, [1.0], False),
+    (GraphQLBoolean, True, [True, False], True),
+    (GraphQLBoolean, True, [True, 1], False),
+    (GraphQLBoolean, False, [None, False], True),
+]
+
+
+@pytest.mark.parametrize(("scalar", "required", "values", "at_once"), CASES)
+def test_a_column_is_graphql_cores_serialization_or_declined(
+    scalar: GraphQLScalarType, required: bool, values: list[Any], at_once: bool
+) -> None:
+    serialize = column_serializer(scalar, required)
+    assert serialize is not None
+    done = serialize(tuple(values))  # a tuple in, a list out (JSON arrays alike)
+    if not at_once:
+        assert done is None
+        return
+    assert done == [None if v is None else scalar.serialize(v) for v in values]
+    assert isinstance(done, list)
+    assert [type(v) for v in done] == [type(v) for v in values]
+
+
+@pytest.mark.parametrize(
+    "scalar", [GraphQLFloat, GraphQLID, GraphQLEnumType("Kind", {"A": "a"})], ids=str
+)
+def test_other_leaves_go_value_by_value(scalar: Any) -> None:
+    assert column_serializer(scalar, True) is None
+
+
+def test_a_page_of_specs_is_read_a_column_at_a_time(demo_snapshot: Any) -> None:
+    """`Spec`'s fields read their batch's column for the batch's own page, and any other
+    list of specs (a slice, a mix) value by value, with the same values."""
+    from cachegql.schema.spec_types import spec_objects
+
+    build_schema()  # the schema's types are complete
+    field = Spec.__strawberry_definition__.get_field("hash")  # type: ignore[attr-defined]
+    assert field is not None and field.base_resolver is not None
+    read = field.base_resolver.wrapped_func
+    many = many_reader(read)
+    rows = [5, 1, 3, 2]
+    page = spec_objects(demo_snapshot, rows)
+    hashes = [r.hash for r in demo_snapshot.specs(rows)]
+    assert many(page) == hashes
+    assert many(page) is page[0]._batch.shown("hash")  # the column itself
+    assert many(page[1:]) == hashes[1:]
+    assert many([page[2], page[0], page[2]]) == [hashes[2], hashes[0], hashes[2]]
+    assert many([]) == []
