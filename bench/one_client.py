@@ -83,6 +83,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     url = f"http://127.0.0.1:{PORT}/graphql"
     work = bodies(args.index, args.runs)
+    WORK.mkdir(parents=True, exist_ok=True)  # the floor's bodies
     cachegql: dict[str, float] = {}
     with server(cachegql_command(args.index, 1, False, args.server_venv / "bin"), url):
         for name, payloads in work.items():
