@@ -93,6 +93,18 @@ COVERED = [
     "{ stacks { name numSpecs compilers { value count } } }",
     '{ specs(query: "%gcc", first: 2) { nodes { hash dependencies { name hash spec '
     "{ name } } } } }",
+    # Lists of COLUMN_MIN_ITEMS objects or more, completed a field at a time: leaves of
+    # each kind (nullable ones too), lists of leaves, objects, aliases, __typename, a
+    # page's own specs (its batch's columns) and the same specs through edges (not).
+    "{ specs(first: 12) { nodes { __typename hash shortHash name version versions "
+    "compiler { name version raw } os platform target variants { name value raw } "
+    "stacks size sizeBytes tarball namespace format h: hash } edges { cursor node { "
+    "hash name compiler { name } } } facets { targets { value count __typename } "
+    "versions { value count } } } }",
+    "{ packages(first: 12) { nodes { name numSpecsByStack { stack count } "
+    "specs(first: 9) { nodes { hash name } } } } }",
+    '{ specs(query: "%gcc", first: 10) { nodes { hash dependencies { name hash version '
+    "deptypes virtuals spec { name hash } } } } }",
 ]
 
 
