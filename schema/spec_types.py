@@ -57,9 +57,13 @@ def _shown(field: str, **options: Any) -> Any:
         return root._batch.shown(field)[root._at]
 
     def read_all(roots: Sequence[Spec]) -> list[Any]:
-        batch = roots[0]._batch if roots else None
-        if batch is not None and batch.page is not None and roots is batch.page():
-            return batch.shown(field)  # the batch's own page: the column itself
+        if roots:
+            batch = roots[0]._batch
+            page = None if batch.page is None else batch.page()
+            # The batch's own page as made (no resolver changes a list it was given):
+            # the column itself.
+            if roots is page and len(page) == len(batch.rows):
+                return batch.shown(field)
         return [read(root) for root in roots]
 
     reads_many(read, read_all)

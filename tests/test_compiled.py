@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
+import strawberry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strawberry.schema.exceptions import CannotGetOperationTypeError
@@ -314,3 +315,79 @@ def documents(draw: st.DrawFn) -> str:
 @given(documents())
 def test_random_documents_answer_as_stock(pair: Pair, document: str) -> None:
     assert pair.outcome(document) == "compiled"
+
+
+def _plan_of(schema: Any, query: str) -> Any:
+    from graphql import OperationDefinitionNode, parse
+
+    from cachegql.schema.compiled import compile_operation
+
+    operation = parse(query).definitions[0]
+    assert isinstance(operation, OperationDefinitionNode)
+    plan = compile_operation(schema._schema.query_type, operation, {}, schema.schema_converter)
+    assert plan is not None
+    return plan
+
+
+def test_compiling_grows_with_the_document_not_twice_per_level(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each selection is compiled once, though a plan keeps two forms of it (an object
+    alone, a table of them): compiled twice, each level doubled the work below it."""
+    from cachegql.schema import compiled
+
+    calls: list[int] = []
+    original = compiled._Compiler._fields
+
+    def counted(self: Any, *args: Any) -> Any:
+        calls.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(compiled._Compiler, "_fields", counted)
+    schema = build_schema()
+    counts = {}
+    for depth in (1, 2, 3):
+        chain = "specs(first: 1) { nodes { package { " * depth + "name" + " } } }" * depth
+        query = "{ " + chain + " }"
+        calls.clear()
+        _plan_of(schema, "query " + query)
+        counts[depth] = len(calls)
+    assert counts[2] - counts[1] == counts[3] - counts[2] == 3  # 3 objects a level
+
+
+@strawberry.type
+class Item:
+    name: str
+
+    @strawberry.field
+    def label(self) -> str:
+        return "same for all"
+
+
+@strawberry.type
+class ItemQuery:
+    @strawberry.field
+    def items(self, broken: bool = False) -> list[Item]:
+        found: list[Any] = [Item(name=str(i)) for i in range(12)]
+        # A null where the type forbids one: what a plan must not answer for.
+        return [*found[:7], None, *found[8:]] if broken else found  # type: ignore[list-item]
+
+
+def test_a_null_among_many_objects_leaves_the_answer_to_the_stock_path() -> None:
+    """A list of objects long enough to be completed a field at a time, where a resolver
+    breaks its type with a null: the plan must not answer, even when no field it selects
+    reads the objects (`__typename`, a resolver that ignores its source)."""
+    from graphql.execution.values import get_variable_values
+
+    schema = strawberry.Schema(query=ItemQuery)
+    variables = get_variable_values(schema._schema, [], {})
+    assert not isinstance(variables, list)
+    for selection in ("__typename", "label", "name", "__typename label name"):
+        whole = f"{{ items {{ {selection} }} }}"
+        stock = schema.execute_sync(whole)
+        assert stock.errors is None
+        assert _plan_of(schema, "query " + whole).run(None, None, variables) == stock.data
+        broken = f"{{ items(broken: true) {{ {selection} }} }}"
+        assert schema.execute_sync(broken).errors  # "Cannot return null for non-nullable"
+        with pytest.raises(Exception):  # noqa: B017  # any: the caller falls back
+            _plan_of(schema, "query " + broken).run(None, None, variables)
