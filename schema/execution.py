@@ -11,7 +11,8 @@ reports it exactly as it would have.
 
 A field is plain when `readers.plain_reader` reads it: strawberry calls it basic (no
 resolver, no extensions, so no permission classes either) and reads it with `getattr`, or
-`readers.resolve_directly` has graphql-core read it off the source (`Spec`'s fields). This
+its resolver takes the source alone (`Spec`'s fields) and no exception handler needs
+strawberry's wrapper. This
 overrides graphql-core 3.3's `execute_fields` and `complete_iterable_value`; pyproject pins
 that minor version, and tests/test_execution.py compares every query of the API tests
 with the stock path.
@@ -31,6 +32,7 @@ from graphql import (
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLResolveInfoHelpers,
+    GraphQLSchema,
 )
 from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.pyutils import Path
@@ -82,9 +84,9 @@ def _serializer(field_type: GraphQLOutputType) -> Callable[[Any], Any] | None:
     return None
 
 
-def _plain_reader(field: GraphQLField) -> Reader | None:
+def _plain_reader(field: GraphQLField, schema: GraphQLSchema) -> Reader | None:
     """How to read and complete a field that `readers.plain_reader` reads off its source."""
-    get = plain_reader(field)
+    get = plain_reader(field, schema)
     serialize = _serializer(field.type)
     if get is None or serialize is None:
         return None
@@ -132,7 +134,7 @@ class FastExecutionContext(StrawberryGraphQLCoreExecutionContext):
             return None
         cached = self._readers.get(id(field))
         if cached is None or cached[0] is not field:
-            cached = self._readers[id(field)] = (field, _plain_reader(field))
+            cached = self._readers[id(field)] = (field, _plain_reader(field, self.schema))
         return cached[1]
 
     def execute_fields(

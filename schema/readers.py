@@ -5,9 +5,10 @@ and runs field extensions: some microseconds a field, most of a page of specs' c
 field needs none of that when it is basic (read with `getattr`) or when its resolver's
 one parameter is the source (`Spec`'s fields, read from their batch's columns), and it
 has no arguments, no extensions and no async resolver, and the schema no exception
-handlers. Both the compiled plans (`compiled`) and the fast execution context
-(`execution`) then read it with this; with `compiled=False`, strawberry's own resolvers
-stay (the reference the tests compare with), and only basic fields are read plainly.
+handlers. The compiled plans (`compiled`) and the fast execution context (`execution`)
+read it with this, and, unless `compiled=False`, graphql-core too (`resolve_directly`);
+with `compiled=False` graphql-core keeps strawberry's resolvers, which is what the tests
+compare with (strawberry's own execution context).
 
 A reader may also say how to read its field for many sources at once (`reads_many`: a
 page of specs reads a column of its batch), which the plans use for lists of objects.
@@ -76,15 +77,25 @@ def resolve_directly(schema: GraphQLSchema, converter: GraphQLCoreConverter) -> 
                 field.resolve = SourceResolver(read)
 
 
-def plain_reader(field: GraphQLField) -> Callable[[Any], Any] | None:
-    """How to read `field` off its source without strawberry's wrapper, or None: a basic
-    field with `getattr`, another as `resolve_directly` made graphql-core read it."""
+def plain_reader(field: GraphQLField, schema: GraphQLSchema) -> Reader | None:
+    """How to read `field` off its source without strawberry's wrapper, or None: as
+    `resolve_directly` made graphql-core read it, else as `source_reader` reads it, but a
+    resolver not where the schema's exception handlers need the wrapper."""
     if isinstance(field.resolve, SourceResolver):
         return field.resolve.read
     definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if not isinstance(definition, StrawberryField) or not definition.is_basic_field:
+    if not isinstance(definition, StrawberryField) or field.args:
         return None
-    return None if field.args else source_reader(definition)
+    if not definition.is_basic_field and _handles_exceptions(schema):
+        return None
+    return source_reader(definition)
+
+
+def _handles_exceptions(schema: GraphQLSchema) -> bool:
+    """Whether the strawberry schema that made `schema` has exception handlers (or is
+    unknown, so might)."""
+    converter = getattr(getattr(schema, "_strawberry_schema", None), "schema_converter", None)
+    return not isinstance(converter, GraphQLCoreConverter) or bool(converter.exception_handlers)
 
 
 class SourceResolver:

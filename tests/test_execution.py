@@ -210,11 +210,13 @@ def test_only_basic_fields_are_read_directly() -> None:
     holder = schema._schema.get_type("Holder")
     query = schema._schema.get_type("Query")
     assert isinstance(holder, GraphQLObjectType) and isinstance(query, GraphQLObjectType)
-    assert _plain_reader(holder.fields["count"]) is not None
-    assert _plain_reader(holder.fields["words"]) is not None
-    assert _plain_reader(holder.fields["secret"]) is None  # a permission class
-    assert _plain_reader(holder.fields["items"]) is None  # objects: completed per item
-    assert _plain_reader(query.fields["plain"]) is None  # a resolver
+    assert _plain_reader(holder.fields["count"], schema._schema) is not None
+    assert _plain_reader(holder.fields["words"], schema._schema) is not None
+    assert _plain_reader(holder.fields["secret"], schema._schema) is None  # a permission class
+    assert (
+        _plain_reader(holder.fields["items"], schema._schema) is None
+    )  # objects: completed per item
+    assert _plain_reader(query.fields["plain"], schema._schema) is None  # a resolver
 
 
 INCREMENTAL = {

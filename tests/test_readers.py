@@ -118,13 +118,19 @@ def test_resolve_directly_replaces_only_those_resolvers() -> None:
     }
     # Basic fields keep strawberry's resolver (graphql-core's default reads them anyway).
     assert changed == DIRECT - {"name", "size"}
-    plain = {name for name, field in fields.items() if plain_reader(field) is not None}
-    assert plain == DIRECT
+    assert {name for name, f in fields.items() if plain_reader(f, schema._schema)} == DIRECT
 
 
-def test_without_resolve_directly_only_basic_fields_are_plain() -> None:
-    fields = _fields(strawberry.Schema(query=Query))
-    assert {name for name, field in fields.items() if plain_reader(field)} == {"name", "size"}
+def test_plain_readers_need_no_resolve_directly_but_no_exception_handlers() -> None:
+    """The fast execution context reads the same fields plainly where graphql-core keeps
+    strawberry's resolvers (`compiled=False`); with exception handlers, basic ones only."""
+    schema = strawberry.Schema(query=Query)
+    fields = _fields(schema)
+    assert {name for name, f in fields.items() if plain_reader(f, schema._schema)} == DIRECT
+    handled = strawberry.Schema(query=Query, exception_handlers=[NoSizeHandler()])
+    fields = _fields(handled)
+    plain = {name for name, f in fields.items() if plain_reader(f, handled._schema)}
+    assert plain == {"name", "size"}
 
 
 QUERIES = [
