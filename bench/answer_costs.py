@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
 
-from one_client import LOOKUP, PAGE  # type: ignore[import-not-found]
+from one_client import LOOKUP, PAGE, page_packages  # type: ignore[import-not-found]
 
 STOCK = (
     "query($x: Boolean!) { specs(first: 100) { nodes { hash name version os target "
@@ -29,8 +29,6 @@ STOCK = (
 
 
 def main(argv: list[str]) -> int:
-    import numpy as np
-
     from cachegql.index import IndexStore
     from cachegql.schema import Context, build_schema
 
@@ -40,8 +38,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     store = IndexStore(args.index)
     snapshot = store.snapshot()
-    sizes = np.diff(snapshot.package_start)  # packages of at least a page of specs
-    names = [snapshot.package(int(i)).name for i in np.flatnonzero(sizes >= 20)]
+    names = page_packages(snapshot)
     step = max(1, snapshot.num_specs // 5000)
     hashes = [str(snapshot.hash_of(row))[:7] for row in range(0, snapshot.num_specs, step)]
     schema = build_schema()

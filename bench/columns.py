@@ -17,6 +17,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
+
+from one_client import page_packages  # type: ignore[import-not-found]
+
 QUERIES = {
     "stacks (36 stacks x 4 small facets)": "{ stacks { name numSpecs numPackages "
     "compilers { value count } oss { value count } platforms { value count } "
@@ -35,8 +39,6 @@ ITEM_BY_ITEM = 10**9
 
 
 def main(argv: list[str]) -> int:
-    import numpy as np
-
     from cachegql.index import IndexStore
     from cachegql.schema import Context, build_schema, compiled
 
@@ -46,8 +48,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     store = IndexStore(args.index)
     snapshot = store.snapshot()
-    sizes = np.diff(snapshot.package_start)
-    package = snapshot.package(int(np.flatnonzero(sizes >= 20)[0])).name
+    package = page_packages(snapshot)[0]
     queries = {k: q.replace("PACKAGE", f'"{package}"') for k, q in QUERIES.items()}
     schema = build_schema()
     thresholds = {"a field at a time": compiled.COLUMN_MIN_ITEMS, "item by item": ITEM_BY_ITEM}

@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
 
@@ -41,17 +42,22 @@ PAGE = (
 )
 
 
-def bodies(index: Path, runs: int) -> dict[str, list[bytes]]:
+def page_packages(snapshot: Any) -> list[str]:
+    """The packages of the snapshot's tag with at least a page (20) of specs."""
     import numpy as np
 
+    sizes = np.diff(snapshot.package_start)
+    return [snapshot.package(int(i)).name for i in np.flatnonzero(sizes >= 20)]
+
+
+def bodies(index: Path, runs: int) -> dict[str, list[bytes]]:
     from cachegql.index import IndexStore
 
     store = IndexStore(index)
     snapshot = store.snapshot()
     step = max(1, snapshot.num_specs // runs)
     hashes = [str(snapshot.hash_of(row))[:7] for row in range(0, snapshot.num_specs, step)]
-    sizes = np.diff(snapshot.package_start)  # packages of at least a page of specs
-    names = [snapshot.package(int(i)).name for i in np.flatnonzero(sizes >= 20)[:runs]]
+    names = page_packages(snapshot)[:runs]
     store.close()
     return {
         "hash lookup": [

@@ -12,10 +12,9 @@ reports it exactly as it would have.
 A field is plain when `readers.plain_reader` reads it: strawberry calls it basic (no
 resolver, no extensions, so no permission classes either) and reads it with `getattr`, or
 its resolver takes the source alone (`Spec`'s fields) and no exception handler needs
-strawberry's wrapper. This
-overrides graphql-core 3.3's `execute_fields` and `complete_iterable_value`; pyproject pins
-that minor version, and tests/test_execution.py compares every query of the API tests
-with the stock path.
+strawberry's wrapper. This overrides graphql-core 3.3's `execute_fields` and
+`complete_iterable_value`; pyproject pins that minor version, and tests/test_execution.py
+compares every query of the API tests with the stock path.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
 
 from cachegql.schema.arguments import convert_field_arguments, has_variables
-from cachegql.schema.readers import source_reader
+from cachegql.schema.readers import Reader, source_reader
 from cachegql.schema.selections import UncoveredError
 
 __all__ = ["Arguments", "Reader", "Resolve", "Run", "RunInfo", "field_resolver"]
@@ -54,8 +54,6 @@ about 0.5 ms for a `SpecFilter`)."""
 
 Resolve = Callable[[Any, Run], Any]
 """Reads a field of a source value, for one run."""
-Reader = Callable[[Any], Any]
-"""Reads a field of a source value, whatever the run."""
 
 
 def field_resolver(

@@ -25,6 +25,8 @@ from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
 
 __all__ = [
+    "ManyReader",
+    "Reader",
     "SourceResolver",
     "many_reader",
     "plain_reader",
@@ -34,13 +36,15 @@ __all__ = [
 ]
 
 Reader = Callable[[Any], Any]
+"""Reads a field of a source value."""
 ManyReader = Callable[[Sequence[Any]], list[Any]]
+"""Reads a field of many source values, in order."""
 
 _MANY: dict[Reader, ManyReader] = {}
 """How the readers that know better read many sources at once (`reads_many`)."""
 
 
-def source_reader(definition: StrawberryField) -> Callable[[Any], Any] | None:
+def source_reader(definition: StrawberryField) -> Reader | None:
     """A function of the source that returns the field's value, or None where
     strawberry's resolver wrapper must run."""
     if definition.arguments or definition.extensions:
@@ -103,7 +107,7 @@ class SourceResolver:
 
     __slots__ = ("read",)
 
-    def __init__(self, read: Callable[[Any], Any]) -> None:
+    def __init__(self, read: Reader) -> None:
         self.read = read
 
     def __call__(self, source: Any, _info: Any) -> Any:
