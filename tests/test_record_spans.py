@@ -20,6 +20,7 @@ import pytest
 from cachegql.index.ingest.record_spans import (
     SlicingError,
     compact_binaries,
+    compact_spans,
     exact_spans,
     last_record,
     quick_spans,
@@ -187,6 +188,46 @@ def test_the_quick_scan_reads_an_index_whole_or_refuses_it(change: str, dump: st
     else:
         with pytest.raises(SlicingError):
             list(quick_spans(data, begin, last, end))
+
+
+@pytest.mark.parametrize("dump", DUMPS.keys())
+@pytest.mark.parametrize("change", CHANGES.keys())
+def test_the_compact_record_scan_finds_what_the_exact_one_finds_or_refuses(
+    change: str, dump: str
+) -> None:
+    """`compact_spans` gives the same records as the exact scan, written compactly, and
+    refuses the rest (`read_database` then tries the quick scan: the first test)."""
+    change_of, readable = CHANGES[change]
+    data = DUMPS[dump](_document(change_of(_installs())))
+    begin, last, end = _span_of_installs(data)
+    exact = [(m.group(1), m.start(), e) for m, e, _ in exact_spans(data, begin, end, lazy=False)]
+    if readable and dump == "compact":
+        spans = compact_spans(data, begin, last, end)
+        assert [(m.group(1), m.start(), e) for m, e, _ in spans] == exact
+    else:
+        with pytest.raises(SlicingError):
+            list(compact_spans(data, begin, last, end))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b'"in_buildcache":false}', b'"in_buildcache":false,"in_buildcache":true}'),
+        (b'"in_buildcache":false}', b'"in_buildcache":false,"x":"\\u0041"}'),  # may hide a key
+        (b'"spec":', b'"spec" :'),  # a record not written compactly
+    ],
+    ids=["two-flags", "escape", "spaced-spec-key"],
+)
+def test_the_compact_record_scan_refuses_what_it_cannot_vouch_for(old: bytes, new: bytes) -> None:
+    """In the first record or the last; the quick scan or the exact one reads it then."""
+    installs = _installs()
+    written = _compact(_document(installs))
+    for data in (written.replace(old, new, 1), new.join(written.rsplit(old, 1))):
+        assert data != written
+        begin, last, end = _span_of_installs(data)
+        with pytest.raises(SlicingError):
+            list(compact_spans(data, begin, last, end))
+        assert set(read_database(data, "index.json").nodes) == set(installs)
 
 
 @pytest.mark.parametrize("dump", DUMPS.keys())

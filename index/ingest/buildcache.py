@@ -29,6 +29,7 @@ from cachegql.index.ingest.files import Blob, read_regular, reason
 from cachegql.index.ingest.inflate import read_blob
 from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
+from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import (
     SUPPORTED_DB_VERSIONS,
     Database,
@@ -100,9 +101,12 @@ def cache_data(database: Database, label: str) -> CacheData:
     return CacheData(database.source, database, {label: binaries(database)})
 
 
-def read_index_file(location: Location, opener: Opener, label: str) -> CacheData:
+def read_index_file(
+    location: Location, opener: Opener, label: str, seen: SeenNodes | None = None
+) -> CacheData:
     """One index file, all of its binaries in the stack `label`."""
-    return in_index_folder(cache_data(_database(opener.read(location), str(location)), label))
+    database = _database(opener.read(location), str(location), seen)
+    return in_index_folder(cache_data(database, label))
 
 
 def in_index_folder(data: CacheData) -> CacheData:
@@ -111,21 +115,26 @@ def in_index_folder(data: CacheData) -> CacheData:
     return data
 
 
-def read_cache(location: Location, opener: Opener, label: str) -> CacheData:
-    """An index file (a `.json` location) or a mirror root."""
+def read_cache(
+    location: Location, opener: Opener, label: str, seen: SeenNodes | None = None
+) -> CacheData:
+    """An index file (a `.json` location) or a mirror root. `seen`: the nodes the tag's
+    other caches gave, not read again (index/ingest/seen_nodes.py)."""
     if location.name.endswith(".json"):
-        return read_index_file(location, opener, label)
-    return read_mirror(location, opener, label)
+        return read_index_file(location, opener, label, seen)
+    return read_mirror(location, opener, label, seen)
 
 
-def read_mirror(location: Location, opener: Opener, label: str) -> CacheData:
+def read_mirror(
+    location: Location, opener: Opener, label: str, seen: SeenNodes | None = None
+) -> CacheData:
     """A mirror root: layout v3 when it has an index manifest, else layout v2."""
     try:
-        return _read_v3(location, opener, label)
+        return _read_v3(location, opener, label, seen)
     except NotFoundError:
         pass
     try:
-        return _read_v2(location, opener, label)
+        return _read_v2(location, opener, label, seen)
     except NotFoundError:
         raise ReadError(
             f"{location}: no build cache there: neither {'/'.join((*V3_INDEX, MANIFEST))} "
@@ -133,7 +142,7 @@ def read_mirror(location: Location, opener: Opener, label: str) -> CacheData:
         ) from None
 
 
-def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
+def _read_v3(root: Location, opener: Opener, label: str, seen: SeenNodes | None) -> CacheData:
     index = root.join(*V3_INDEX)
     blob, checksum = _manifest_blob(index.join(MANIFEST), root, opener)
     # Views and spec manifests are found by listing folders: local mirrors only. The
@@ -147,7 +156,7 @@ def _read_v3(root: Location, opener: Opener, label: str) -> CacheData:
         else PendingSizes(root.join(*V3_SPECS).path, views=readable, limits=opener.limits)
     )
     try:
-        database = _database(read_blob(blob, checksum, opener), str(index.join(MANIFEST)))
+        database = _database(read_blob(blob, checksum, opener), str(index.join(MANIFEST)), seen)
         data = CacheData(
             str(root), database, {label: binaries(database)}, base=str(root), layout="v3"
         )
@@ -232,7 +241,7 @@ def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> tuple[
     return root.join("blobs", algorithm, checksum[:2], checksum), checksum
 
 
-def _read_v2(root: Location, opener: Opener, label: str) -> CacheData:
+def _read_v2(root: Location, opener: Opener, label: str, seen: SeenNodes | None) -> CacheData:
     folder = v2_folder(root)
     index = folder.join("index.json")
     try:
@@ -246,7 +255,7 @@ def _read_v2(root: Location, opener: Opener, label: str) -> CacheData:
             raise
         database = read_spec_files(folder)
     else:
-        database = _database(data, str(index))
+        database = _database(data, str(index), seen)
     return CacheData(
         str(root), database, {label: binaries(database)}, base=str(folder), layout="v2"
     )
@@ -346,9 +355,9 @@ def read_listing(
     return entries, problems
 
 
-def _database(data: Blob, source: str) -> Database:
+def _database(data: Blob, source: str, seen: SeenNodes | None = None) -> Database:
     try:
-        return read_database(data, source)
+        return read_database(data, source, seen)
     except SourceFormatError as exc:
         raise SourceFormatError(f"{source}: {exc}") from None
 

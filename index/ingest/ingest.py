@@ -42,6 +42,7 @@ from cachegql.index.ingest.recognise import (
     plan_sources,
     without_location,
 )
+from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.sources import Candidate
 from cachegql.index.ingest.spackdb import (
     SourceFormatError,
@@ -166,11 +167,14 @@ def ingest_caches(
     """Read the build caches of one tag into `result` (its table and DAG), so that a
     build can write that tag and drop it before reading the next one."""
     report = _reporter(result, strict)
+    # Caches of one tag repeat each other's nodes: read each once (a lone cache has no
+    # other to repeat, and keeping its nodes' digests would only cost memory).
+    seen = SeenNodes() if len(requests) > 1 else None
     for request in requests:
         if on_source is not None:
             on_source(str(request.location))
         with opener.source():
-            data = _read_cache(request, opener, report)
+            data = _read_cache(request, opener, report, seen)
         if data is None:
             continue
         result.caches += 1
@@ -201,7 +205,10 @@ def _reporter(result: Ingested, strict: bool) -> Callable[[Problem], None]:
 
 
 def _read_cache(
-    request: CacheRequest, opener: Opener, report: Callable[[Problem], None]
+    request: CacheRequest,
+    opener: Opener,
+    report: Callable[[Problem], None],
+    seen: SeenNodes | None = None,
 ) -> CacheData | None:
     location = request.location
     try:
@@ -210,14 +217,14 @@ def _read_cache(
             return cache_data(read_spec_file(data, str(location)), request.label)
         if request.kind == "index":
             if request.data is not None:
-                database = read_database(request.data, str(location))
+                database = read_database(request.data, str(location), seen)
                 return in_index_folder(cache_data(database, request.label))
-            return read_index_file(location, opener, request.label)
+            return read_index_file(location, opener, request.label, seen)
         if location.is_oci:  # an OCI repository is a mirror of its own layout
-            return read_oci(location, opener, request.label)
+            return read_oci(location, opener, request.label, seen)
         if request.kind == "mirror":
-            return read_mirror(location, opener, request.label)
-        return read_cache(location, opener, request.label)
+            return read_mirror(location, opener, request.label, seen)
+        return read_cache(location, opener, request.label, seen)
     except (ReadError, SourceFormatError, OSError) as exc:
         where = f" (stack {request.label} of tag {request.tag})" if request.kind == "cache" else ""
         report(

@@ -20,6 +20,7 @@ import orjson
 from cachegql.index.ingest.buildcache import CacheData, binaries
 from cachegql.index.ingest.inflate import read_blob
 from cachegql.index.ingest.locations import Location, Opener
+from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import SourceFormatError, read_database
 
 __all__ = ["INDEX_TAG", "blob", "image", "read_oci"]
@@ -37,13 +38,15 @@ def blob(root: Location, digest: str) -> Location:
     return Location(f"{root.text.rstrip('/')}@{digest}")
 
 
-def read_oci(root: Location, opener: Opener, label: str) -> CacheData:
+def read_oci(
+    root: Location, opener: Opener, label: str, seen: SeenNodes | None = None
+) -> CacheData:
     """The build cache of an OCI repository: the index of its `index.spack` image."""
     manifest = image(root, INDEX_TAG)
     digest = _index_digest(_json(opener.read(manifest), str(manifest)), str(manifest))
     data = read_blob(blob(root, digest), digest.removeprefix("sha256:"), opener)
     try:
-        database = read_database(data, str(manifest))
+        database = read_database(data, str(manifest), seen)
     except SourceFormatError as exc:
         raise SourceFormatError(f"{manifest}: {exc}") from None
     return CacheData(

@@ -23,6 +23,7 @@ __all__ = [
     "SlicingError",
     "Span",
     "compact_binaries",
+    "compact_spans",
     "end_of_value",
     "exact_spans",
     "last_record",
@@ -85,6 +86,7 @@ def quick_spans(data: Blob, begin: int, last: re.Match[bytes], last_end: int) ->
 
 
 _SPEC = b'"spec"'
+_SPEC_COLON = b'"spec":'
 _FLAG_KEY = b'"in_buildcache"'
 _COMPACT_RECORD = re.compile(rb'"([a-z2-7]{32})":\{')
 _RELEASE_SPAN = 64 << 20  # bytes of a mapped index scanned before its pages are dropped
@@ -130,6 +132,44 @@ def compact_binaries(
             return None
         spec, flag, start = following, after, end
     return binaries
+
+
+def compact_spans(data: Blob, begin: int, last: re.Match[bytes], last_end: int) -> Iterator[Span]:
+    """`quick_spans` for compact records (`"<hash>":{"spec":`, as Spack writes them), found
+    with `bytes.find` instead of the regex engine (a 1.8 KB record: 7.8 -> 2 µs).
+
+    The same rules, raising `SlicingError` where they fail: the first record starts at
+    `begin` and the last is `last`, every `"spec":` is a record's first key, right after
+    its compact key, each record holds exactly one flag, and none holds a `\\u` escape.
+    A record laid out otherwise (a space after a key) fails them at once or where it is
+    met, and the caller scans again with `quick_spans`. The flag is not given (None): a
+    full read parses it with its record.
+    """
+    spec = data.find(_SPEC_COLON, begin, last_end)
+    start = spec - _COMPACT_KEY
+    if spec < 0 or start < begin or data[begin:start].strip():
+        raise SlicingError("the first record is not compact")
+    flag = data.find(_FLAG_KEY, begin, last_end)
+    while True:
+        key = _COMPACT_RECORD.match(data, start, spec)
+        following = data.find(_SPEC_COLON, spec + len(_SPEC_COLON), last_end)
+        end = last_end if following < 0 else following - _COMPACT_KEY
+        if key is None or key.end() != spec:
+            raise SlicingError("a spec key that is not its compact record's first key")
+        if not start <= flag < end:
+            raise SlicingError(f"record {key.group(1).decode()} has no compact in_buildcache flag")
+        after = data.find(_FLAG_KEY, flag + len(_FLAG_KEY), last_end)
+        if 0 <= after < end:
+            raise SlicingError(f"record {key.group(1).decode()} has two in_buildcache flags")
+        if _has_escapes(data, start, end):
+            raise SlicingError(f"record {key.group(1).decode()} holds \\u escapes")
+        if following < 0:
+            if start != last.start():
+                raise SlicingError("the records end before the last record")
+            yield key, end, None
+            return
+        yield key, end, None
+        spec, flag, start = following, after, end
 
 
 def _has_escapes(data: Blob, start: int, end: int) -> bool:

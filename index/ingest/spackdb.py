@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import yaml
@@ -33,11 +33,13 @@ from cachegql.index.ingest.node_reader import (
 from cachegql.index.ingest.record_spans import (
     SlicingError,
     compact_binaries,
+    compact_spans,
     end_of_value,
     exact_spans,
     last_record,
     quick_spans,
 )
+from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.records import Problem
 
 __all__ = [
@@ -58,23 +60,34 @@ _SIGNED = b"-----BEGIN PGP SIGNED MESSAGE-----"
 _SIGNATURE = b"\n-----BEGIN PGP SIGNATURE-----"
 
 
-def read_database(data: Blob, source: str) -> Database:
+def read_database(data: Blob, source: str, seen: SeenNodes | None = None) -> Database:
     """Read an index file; raise SourceFormatError when it is not one at all.
 
     The records are read one at a time from slices of the bytes (see `_records`), so that
     a large index never exists as one document of Python objects (1.8 GB of JSON became
-    some 15 GB of them).
+    some 15 GB of them). With `seen` (the nodes other caches of the same tag gave), a
+    record already read there is not read again.
+
+    Each scan of `_SCANS` in turn, until one finds the records as laid out (most indexes
+    are compact, as Spack writes them; a scan that raises SlicingError was not for them).
     """
-    try:
-        return _read_records(*_records(data, source), source)
-    except SlicingError:  # not laid out as the quick scan needs: find every record key
-        return _read_records(*_records(data, source, exact=True), source)
+    for scan in _SCANS[:-1]:
+        try:
+            return _read_records(*_records(data, source, scan=scan, seen=seen), source, seen)
+        except SlicingError:
+            continue
+    return _read_records(*_records(data, source, scan="exact", seen=seen), source, seen)
 
 
-def _read_records(version: int, records: Iterable[tuple[str, Any]], source: str) -> Database:
+def _read_records(
+    version: int, records: Iterable[tuple[str, Any]], source: str, seen: SeenNodes | None
+) -> Database:
     result = Database(source=source, version=version)
     memo = NodeMemo()
     for digest, install in records:
+        if isinstance(install, Node):  # the same record, read in another cache of the tag
+            result.nodes[digest] = install
+            continue
         try:
             if not isinstance(install, dict) or not isinstance(install.get("spec"), dict):
                 raise ValueError("expected {'spec': {...}, 'in_buildcache': ...}")
@@ -82,6 +95,8 @@ def _read_records(version: int, records: Iterable[tuple[str, Any]], source: str)
         except ValueError as exc:
             result.problems.append(Problem(source, f"record {digest} skipped: {exc}"))
             continue
+        if seen is not None:
+            seen.keep(digest, node)
         result.nodes[node.hash] = node
     return result
 
@@ -91,24 +106,34 @@ def binary_hashes(data: Blob, source: str) -> set[str]:
     try:
         return {digest for digest, record in _records(data, source, lazy=True)[1] if record}
     except SlicingError:  # not laid out as the quick scan needs: find every record key
-        records = _records(data, source, lazy=True, exact=True)[1]
+        records = _records(data, source, lazy=True, scan="exact")[1]
         return {digest for digest, record in records if record}
 
 
 _INSTALLS = re.compile(rb'"installs"\s*:\s*\{')
 _VERSION = re.compile(rb'"version"\s*:\s*"?([^",}\s]*)"?')
 _RELEASE_SPAN = 64 << 20  # bytes of a mapped index read before its pages are dropped
+# How the records of an index are found, fastest first (index/ingest/record_spans.py).
+Scan = Literal["compact", "quick", "exact"]
+_SCANS: tuple[Scan, ...] = ("compact", "quick", "exact")
 
 
 def _records(
-    data: Blob, source: str, lazy: bool = False, exact: bool = False
+    data: Blob,
+    source: str,
+    lazy: bool = False,
+    scan: Scan = "quick",
+    seen: SeenNodes | None = None,
 ) -> tuple[int, Iterator[tuple[str, Any]]]:
     """The database version and its records, (hash, record), read slice by slice.
 
+    With `seen`, a record that another cache of the tag gave with the same bytes (see
+    index/ingest/seen_nodes.py) is not parsed: its node is given instead of the record.
+
     With `lazy`, a record is only True or False (whether it is in the build cache), found
     without parsing the node; compact records give only the binaries (`compact_binaries`).
-    The records are found by `quick_spans` (which raises `SlicingError` when they are not
-    laid out as it needs), with `exact` by `exact_spans`.
+    The records are found by `compact_spans` or `quick_spans` (which raise `SlicingError`
+    when they are not laid out as they need), or by `exact_spans`.
     Falls back to parsing the whole document when the bytes are not laid out as an index
     usually is. The records are found as they are read, and a mapped file's pages are
     dropped behind them (`release`): a 1M-spec index is 1.8 GB.
@@ -125,11 +150,14 @@ def _records(
     version = _VERSION.search(data[: installs.start()]) or _VERSION.search(after)
     if version is None:
         return _whole_document(data, source, lazy)
+    exact = scan == "exact"
     binaries = None if exact or not lazy else compact_binaries(data, installs.end(), last, last_end)
     if binaries is not None:  # only the binaries: what a lazy read is for
         return _db_version(version.group(1).decode()), ((b.decode(), True) for b in binaries)
     if exact:
         spans = exact_spans(data, installs.end(), last_end, lazy)
+    elif scan == "compact":
+        spans = compact_spans(data, installs.end(), last, last_end)
     else:
         spans = quick_spans(data, installs.end(), last, last_end)
 
@@ -143,6 +171,11 @@ def _records(
                 yield match.group(1).decode(), flag.group(0).endswith(b"true")
                 continue
             piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
+            if seen is not None:
+                node = seen.same(match.group(1).decode(), piece)
+                if node is not None:
+                    yield node.hash, node
+                    continue
             try:
                 record = orjson.loads(piece)
             except orjson.JSONDecodeError as exc:
