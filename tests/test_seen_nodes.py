@@ -162,3 +162,37 @@ def test_a_tag_of_stacks_reads_each_node_once(tmp_path: Path) -> None:
     records = sum(len(orjson.loads(d)["database"]["installs"]) for d in documents)
     distinct = {h for d in documents for h in orjson.loads(d)["database"]["installs"]}
     assert seen.taken == records - len(distinct) > 0
+
+
+def _record(digest: str, spec: dict[str, Any]) -> bytes:
+    return orjson.dumps({"spec": spec, "ref_count": 0, "in_buildcache": True})
+
+
+def _one_record(digest: str, record: bytes, key: bytes | None = None) -> bytes:
+    key = digest.encode() if key is None else key
+    return b'{"database":{"version":"8","installs":{"' + key + b'":' + record + b"}}}"
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param(_record(HASHES[0], {**_spec(0, HASHES[0]), "arch": None}), id="a problem"),
+        pytest.param(_record(HASHES[0], _spec(0, HASHES[0]))[:-1] + b",}", id="not JSON"),
+    ],
+)
+def test_a_record_that_failed_is_never_the_key_of_another(first: bytes) -> None:
+    """A record that could not be read, then the same hash read well from a cache read as a
+    whole document (its key spelled with an escape: no slices), then the failed record
+    again: the third cache fails as the first did, not with the second's node."""
+    good = _record(HASHES[0], _spec(0, HASHES[0]))
+    escaped = b"\\u0061" + HASHES[0][1:].encode()
+    documents = [
+        _one_record(HASHES[0], first),
+        _one_record(HASHES[0], good, escaped),
+        _one_record(HASHES[0], first),
+    ]
+    seen = SeenNodes()
+    results = _read(documents, seen)
+    assert results == _read(documents, None)
+    assert str(results[2]).replace("cache2", "cache0") == str(results[0]) != str(results[1])
+    assert seen.taken == 0

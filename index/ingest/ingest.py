@@ -190,6 +190,7 @@ def ingest_caches(
         if graph is None:
             graph = result.graphs[tag] = TagGraph(tag)
         graph.add(data)
+    seen = None  # its digests (and nodes the merge replaced) are not held while the tag is made
     graph = result.graphs.get(tag)
     if graph is not None:
         _add_graph(graph, result, report)

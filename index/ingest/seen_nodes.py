@@ -32,39 +32,36 @@ _FLAG_KEY = b'"in_buildcache"'
 
 
 class SeenNodes:
-    """The nodes read so far in one tag, by hash and by the digest of their record.
+    """The nodes read so far in one tag, each by its record's key (hash and digest).
 
-    `same(hash, record_bytes)` is asked before a record is parsed: it gives the node of a
-    record read before whose bytes are the same (but for the tail), or None; then, once
-    the caller has read that record into a node, `keep(hash, node)` remembers it under
-    the digest `same` found (one record at a time, in the order they are read).
+    `take(hash, record_bytes)` is asked before a record is parsed: it gives the node of a
+    record read before with the same bytes (but for the tail), or the key to `keep` the
+    node under once the caller has read the record (empty when a record of that hash
+    with other bytes came first: the first stays).
     """
 
-    __slots__ = ("_pending", "_read", "taken")
+    __slots__ = ("_read", "taken")
 
     def __init__(self) -> None:
         self._read: dict[str, tuple[bytes, Node]] = {}
-        self._pending: tuple[str, bytes] | None = None
         self.taken = 0  # records answered by a node read before (tests, benchmarks)
 
-    def same(self, digest: str, record: bytes) -> Node | None:
+    def take(self, digest: str, record: bytes) -> tuple[Node | None, bytes]:
         key, flag = _identity(record)
         earlier = self._read.get(digest)
-        if earlier is None or earlier[0] != key:
-            self._pending = (digest, key) if earlier is None else None
-            return None
+        if earlier is None:
+            return None, key
+        if earlier[0] != key:
+            return None, b""
         self.taken += 1
-        self._pending = None
         node = earlier[1]
-        if flag is None or node.in_buildcache == flag:
-            return node
-        return node._replace(in_buildcache=flag)
+        if flag is not None and node.in_buildcache != flag:
+            node = node._replace(in_buildcache=flag)
+        return node, b""
 
-    def keep(self, digest: str, node: Node) -> None:
-        """Remember `node`, just read from the record `same` was last asked about."""
-        if self._pending is not None and self._pending[0] == digest:
-            self._read[digest] = (self._pending[1], node)
-        self._pending = None
+    def keep(self, key: bytes, node: Node) -> None:
+        """Remember `node`, read from the record `take` gave `key` for."""
+        self._read.setdefault(node.hash, (key, node))
 
 
 def _identity(record: bytes) -> tuple[bytes, bool | None]:

@@ -31,6 +31,7 @@ from cachegql.index.ingest.node_reader import (
     read_node,
 )
 from cachegql.index.ingest.record_spans import (
+    EscapeError,
     SlicingError,
     compact_binaries,
     compact_spans,
@@ -68,23 +69,26 @@ def read_database(data: Blob, source: str, seen: SeenNodes | None = None) -> Dat
     some 15 GB of them). With `seen` (the nodes other caches of the same tag gave), a
     record already read there is not read again.
 
-    Each scan of `_SCANS` in turn, until one finds the records as laid out (most indexes
-    are compact, as Spack writes them; a scan that raises SlicingError was not for them).
+    The records are found by the compact scan, else the quick one, else the exact one
+    (most indexes are compact, as Spack writes them; a scan that raises SlicingError was
+    not for them, and an escape that refuses the compact scan refuses the quick one too).
     """
-    for scan in _SCANS[:-1]:
+    for scan in ("compact", "quick"):
         try:
             return _read_records(*_records(data, source, scan=scan, seen=seen), source, seen)
+        except EscapeError:
+            break
         except SlicingError:
             continue
     return _read_records(*_records(data, source, scan="exact", seen=seen), source, seen)
 
 
 def _read_records(
-    version: int, records: Iterable[tuple[str, Any]], source: str, seen: SeenNodes | None
+    version: int, records: Iterable[_Record], source: str, seen: SeenNodes | None
 ) -> Database:
     result = Database(source=source, version=version)
     memo = NodeMemo()
-    for digest, install in records:
+    for digest, install, key in records:
         if isinstance(install, Node):  # the same record, read in another cache of the tag
             result.nodes[digest] = install
             continue
@@ -95,8 +99,8 @@ def _read_records(
         except ValueError as exc:
             result.problems.append(Problem(source, f"record {digest} skipped: {exc}"))
             continue
-        if seen is not None:
-            seen.keep(digest, node)
+        if seen is not None and key:
+            seen.keep(key, node)
         result.nodes[node.hash] = node
     return result
 
@@ -104,18 +108,20 @@ def _read_records(
 def binary_hashes(data: Blob, source: str) -> set[str]:
     """The hashes an index lists as binaries, without reading its nodes (a view's stack)."""
     try:
-        return {digest for digest, record in _records(data, source, lazy=True)[1] if record}
+        return {digest for digest, record, _ in _records(data, source, lazy=True)[1] if record}
     except SlicingError:  # not laid out as the quick scan needs: find every record key
         records = _records(data, source, lazy=True, scan="exact")[1]
-        return {digest for digest, record in records if record}
+        return {digest for digest, record, _ in records if record}
 
 
 _INSTALLS = re.compile(rb'"installs"\s*:\s*\{')
 _VERSION = re.compile(rb'"version"\s*:\s*"?([^",}\s]*)"?')
 _RELEASE_SPAN = 64 << 20  # bytes of a mapped index read before its pages are dropped
-# How the records of an index are found, fastest first (index/ingest/record_spans.py).
+# How the records of an index are found (index/ingest/record_spans.py).
 Scan = Literal["compact", "quick", "exact"]
-_SCANS: tuple[Scan, ...] = ("compact", "quick", "exact")
+# A record: its hash, what it holds (the parsed record, its flag when read lazily, or the
+# node `seen` took for it), and its key for `seen` (empty: none, not to be kept).
+_Record = tuple[str, Any, bytes]
 
 
 def _records(
@@ -124,11 +130,12 @@ def _records(
     lazy: bool = False,
     scan: Scan = "quick",
     seen: SeenNodes | None = None,
-) -> tuple[int, Iterator[tuple[str, Any]]]:
+) -> tuple[int, Iterator[_Record]]:
     """The database version and its records, (hash, record), read slice by slice.
 
     With `seen`, a record that another cache of the tag gave with the same bytes (see
-    index/ingest/seen_nodes.py) is not parsed: its node is given instead of the record.
+    index/ingest/seen_nodes.py) is not parsed: its node is given instead of the record;
+    any other is given with its key, to keep its node under once it is read.
 
     With `lazy`, a record is only True or False (whether it is in the build cache), found
     without parsing the node; compact records give only the binaries (`compact_binaries`).
@@ -153,7 +160,7 @@ def _records(
     exact = scan == "exact"
     binaries = None if exact or not lazy else compact_binaries(data, installs.end(), last, last_end)
     if binaries is not None:  # only the binaries: what a lazy read is for
-        return _db_version(version.group(1).decode()), ((b.decode(), True) for b in binaries)
+        return _db_version(version.group(1).decode()), ((b.decode(), True, b"") for b in binaries)
     if exact:
         spans = exact_spans(data, installs.end(), last_end, lazy)
     elif scan == "compact":
@@ -161,20 +168,21 @@ def _records(
     else:
         spans = quick_spans(data, installs.end(), last, last_end)
 
-    def records() -> Iterator[tuple[str, Any]]:
+    def records() -> Iterator[_Record]:
         released = 0
         for match, end, flag in spans:
             if match.start() - released > _RELEASE_SPAN:
                 released = match.start()
                 release(data, released)
             if lazy and flag is not None:  # found in the same scan, nothing copied
-                yield match.group(1).decode(), flag.group(0).endswith(b"true")
+                yield match.group(1).decode(), flag.group(0).endswith(b"true"), b""
                 continue
             piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
+            key = b""
             if seen is not None:
-                node = seen.same(match.group(1).decode(), piece)
+                node, key = seen.take(match.group(1).decode(), piece)
                 if node is not None:
-                    yield node.hash, node
+                    yield node.hash, node, b""
                     continue
             try:
                 record = orjson.loads(piece)
@@ -184,12 +192,13 @@ def _records(
                 raise SourceFormatError(
                     f"not valid JSON ({exc}) in record {match.group(1).decode()}"
                 ) from None
-            yield match.group(1).decode(), bool(record.get("in_buildcache")) if lazy else record
+            digest = match.group(1).decode()
+            yield digest, bool(record.get("in_buildcache")) if lazy else record, key
 
     return _db_version(version.group(1).decode()), records()
 
 
-def _whole_document(data: Blob, source: str, lazy: bool) -> tuple[int, Iterator[tuple[str, Any]]]:
+def _whole_document(data: Blob, source: str, lazy: bool) -> tuple[int, Iterator[_Record]]:
     document = _json(data, source)
     database = document.get("database") if isinstance(document, dict) else None
     if not isinstance(database, dict):
@@ -200,10 +209,10 @@ def _whole_document(data: Blob, source: str, lazy: bool) -> tuple[int, Iterator[
         raise SourceFormatError("the database has no 'installs' object")
     if lazy:
         return version, (
-            (str(h), isinstance(r, dict) and bool(r.get("in_buildcache")))
+            (str(h), isinstance(r, dict) and bool(r.get("in_buildcache")), b"")
             for h, r in installs.items()
         )
-    return version, ((str(h), r) for h, r in installs.items())
+    return version, ((str(h), r, b"") for h, r in installs.items())
 
 
 def _db_version(value: object) -> int:
