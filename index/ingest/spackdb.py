@@ -131,7 +131,7 @@ def _records(
     scan: Scan = "quick",
     seen: SeenNodes | None = None,
 ) -> tuple[int, Iterator[_Record]]:
-    """The database version and its records, (hash, record), read slice by slice.
+    """The database version and its records (`_Record`), read slice by slice.
 
     With `seen`, a record that another cache of the tag gave with the same bytes (see
     index/ingest/seen_nodes.py) is not parsed: its node is given instead of the record;
@@ -174,25 +174,23 @@ def _records(
             if match.start() - released > _RELEASE_SPAN:
                 released = match.start()
                 release(data, released)
+            digest = match.group(1).decode()
             if lazy and flag is not None:  # found in the same scan, nothing copied
-                yield match.group(1).decode(), flag.group(0).endswith(b"true"), b""
+                yield digest, flag.group(0).endswith(b"true"), b""
                 continue
             piece = data[match.end() - 1 : end].rstrip().rstrip(b",")
             key = b""
             if seen is not None:
-                node, key = seen.take(match.group(1).decode(), piece)
+                node, key = seen.take(digest, piece)
                 if node is not None:
-                    yield node.hash, node, b""
+                    yield digest, node, b""
                     continue
             try:
                 record = orjson.loads(piece)
             except orjson.JSONDecodeError as exc:
                 if not exact:  # a record the quick scan missed may be inside: look again
                     raise SlicingError(str(exc)) from None
-                raise SourceFormatError(
-                    f"not valid JSON ({exc}) in record {match.group(1).decode()}"
-                ) from None
-            digest = match.group(1).decode()
+                raise SourceFormatError(f"not valid JSON ({exc}) in record {digest}") from None
             yield digest, bool(record.get("in_buildcache")) if lazy else record, key
 
     return _db_version(version.group(1).decode()), records()
