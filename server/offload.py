@@ -34,7 +34,14 @@ from graphql import FieldNode, GraphQLError, Visitor, parse, visit
 from cachegql.index import OverBudgetError, deadline
 from cachegql.schema import CONNECTION_FIELDS
 
-__all__ = ["DEFAULT_THREADS", "DEFAULT_TIME_BUDGET", "Offloader", "runs_inline"]
+__all__ = [
+    "BUDGETS",
+    "DEFAULT_THREADS",
+    "DEFAULT_TIME_BUDGET",
+    "GRACE_SECONDS",
+    "Offloader",
+    "runs_inline",
+]
 
 DOCUMENT_CACHE_SIZE = 256
 INLINE_MAX_CHARS = 2_000

@@ -26,14 +26,24 @@ from typing import Any
 
 import pytest
 
+from cachegql.server.offload import BUDGETS, GRACE_SECONDS
+
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "hostile.py"
 SPECS = 20_000
 READ_TIMEOUT = 2  # seconds: the server's, so that the connection cases end quickly
-ANSWER_SECONDS = 5.0  # the time budget of a query is 3 s, then its grace
+TIME_BUDGET = 3
+ANSWER_SECONDS = {"compiled": TIME_BUDGET + 2.0, "stock": BUDGETS * TIME_BUDGET + GRACE_SECONDS}
+"""A compiled answer stops at the index's deadline checks (3 s), then its grace. The stock
+path also spends time outside the index, where no deadline is checked: strawberry converts
+each input object of the arguments (~0.4 ms a `SpecFilter`: 1.5 s for the `or` of 4,000
+on a quiet machine, 3 s and more on a loaded one), and the runner cuts it at two budgets
+and a grace period (`cachegql.server.offload`), which is what it promises."""
 CANARY_WAIT_MS = 1000.0
 INLINE_CANARY_WAIT_MS = 250.0
 """The canaries' bound while operations run on the event loop back to back: each takes a
-few ms (41 ms worst wait measured on a quiet machine, 4 clients)."""
+few ms (41 ms worst wait measured on a quiet machine, 4 clients). The stock path runs
+nothing inline: its operations wait for the worker threads, as every other case's, and
+are held to `CANARY_WAIT_MS`."""
 GROWTH_MB = 200.0
 CONNECTION_CASES = {"idle-connections", "trickle-headers", "trickle-body"}
 
@@ -70,7 +80,8 @@ def results(
     command += ["--port", str(_free_port()), "--json", str(report), "--logs", str(work)]
     command += ["--timeout", "15", "--hold", f"1,{READ_TIMEOUT + 2}", "--connections", "100"]
     command += ["--after-delay", "0.5", "--settle", "10", "--memory-cap-gb", "4"]
-    command += [f"--serve-flag=--read-timeout={READ_TIMEOUT}", "--serve-flag=--time-budget=3"]
+    command += [f"--serve-flag=--read-timeout={READ_TIMEOUT}"]
+    command += [f"--serve-flag=--time-budget={TIME_BUDGET}"]
     command += ["--skip", "quiet"]
     if request.param == "stock":
         command += ["--serve-flag=--no-compiled"]
@@ -78,7 +89,8 @@ def results(
     assert run.returncode == 0, run.stderr[-3000:]
     answers = {result["name"]: result for result in json.loads(report.read_text())["results"]}
     answers["inline-largest"]["index"] = str(work / "index")
-    answers["inline-largest"]["compiled"] = request.param == "compiled"
+    for answer in answers.values():
+        answer["path"] = request.param
     return answers
 
 
@@ -100,7 +112,7 @@ def test_a_hostile_request_is_answered_and_costs_others_nothing(
         assert extra["connections"] > 0 and extra["failed_to_open"] == 0
         assert extra["open_at"][f"{READ_TIMEOUT + 2}s"] == 0, notes
         return
-    assert not result["timed_out"] and result["seconds"] < ANSWER_SECONDS, notes
+    assert not result["timed_out"] and result["seconds"] < ANSWER_SECONDS[result["path"]], notes
     for status in result["status"].split("/"):
         assert 200 <= int(status) < 500, notes
     assert result["content_type"] in ("application/json", "application/graphql-response+json")
@@ -156,5 +168,7 @@ def test_the_largest_inline_operation_keeps_the_canaries_waiting_only_a_few_ms(
         store.close()
     # Enough answers for the canaries to have waited behind them: inline (compiled) each
     # takes a few ms; the stock path (`--no-compiled`) runs them in threads, ~15x slower.
-    assert result["extra"]["answers"] > (100 if result["compiled"] else 20), result["notes"]
-    assert result["canary_worst_ms"] < INLINE_CANARY_WAIT_MS, result["canaries"]
+    compiled = result["path"] == "compiled"
+    assert result["extra"]["answers"] > (100 if compiled else 20), result["notes"]
+    bound = INLINE_CANARY_WAIT_MS if compiled else CANARY_WAIT_MS
+    assert result["canary_worst_ms"] < bound, result["canaries"]
