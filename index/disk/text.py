@@ -30,6 +30,7 @@ from whoosh.filedb.filestore import RamStorage
 from whoosh.query import And, Or, Query, Term
 
 from cachegql.index.disk.layout import PACKAGE, WORD
+from cachegql.index.disk.term_scores import Hits, TermScores
 from cachegql.index.disk.verify import IndexLoadError
 
 __all__ = ["MIN_FUZZY_LENGTH", "TextIndex", "WordMatches", "within_one_edit"]
@@ -73,28 +74,17 @@ class TextIndex:
     """Read side of one tag's whoosh index; safe to share between threads."""
 
     def __init__(self, folder: Path) -> None:
-        self._local = threading.local()
-        self._searchers: list[Any] = []
-        self._lock = threading.Lock()
         storage = RamStorage()
         try:
             for path in folder.iterdir():
                 storage.files[path.name] = path.read_bytes()
             self._index = storage.open_index()
+            self._searcher = _Searchers(self._index)
             self._vocabulary  # noqa: B018 (read now: a damaged segment fails here)
         except Exception as exc:  # whoosh fails in many ways on damaged files
             raise IndexLoadError(
                 f"{folder} is not a readable text index: {type(exc).__name__}: {exc}"
             ) from exc
-
-    def _searcher(self) -> Any:
-        # whoosh searchers hold file positions, so each thread gets its own.
-        searcher = getattr(self._local, "searcher", None)
-        if searcher is None:
-            searcher = self._local.searcher = self._index.searcher()
-            with self._lock:
-                self._searchers.append(searcher)
-        return searcher
 
     @cached_property
     def _documents(self) -> list[tuple[Any, Any] | None]:
@@ -151,15 +141,31 @@ class TextIndex:
             clauses.append(And(per_word))
         return Or(clauses)
 
+    @cached_property
+    def _term_scores(self) -> TermScores | None:
+        """whoosh's scores from postings read once; None for an index of several
+        segments (the build writes one), which whoosh searches itself."""
+        return TermScores(self._searcher) if self._searcher().is_atomic() else None
+
     def match_word(self, token: str) -> WordMatches:
         """Packages and atoms whose words match `token`: exactly, by prefix or with one typo.
 
         A token of several words (`py-torch`) needs all of them, or the exact whole name.
         """
-        results = self._searcher().search(self._query(token), limit=None)
+        query = self._query(token)
+        scores = self._term_scores
+        hits = self.whoosh_hits(query) if scores is None else scores.hits(query)
+        return self._matches(hits)
+
+    def whoosh_hits(self, query: Query) -> Hits:
+        """The hits of whoosh's own search, best first (what `TermScores` gives faster)."""
+        hits: Hits = self._searcher().search(query, limit=None).top_n
+        return hits
+
+    def _matches(self, hits: Hits) -> WordMatches:
         documents = self._documents
         matches = WordMatches()
-        for score, number in results.top_n:  # best first, as iterating the hits would
+        for score, number in hits:  # best first, as iterating the hits would
             document = documents[number]
             if document is None:
                 continue
@@ -169,11 +175,35 @@ class TextIndex:
         return matches
 
     def close(self) -> None:
+        self._searcher.close()
+        self._index.close()
+
+
+class _Searchers:
+    """A whoosh searcher for each thread (searchers hold file positions), all closed
+    together. Apart from `TextIndex`, so that what reads through it (`TermScores`) holds
+    no reference back to the index: a replaced index is freed by its last reference going,
+    not by a collection (it is frozen: `gc.freeze`)."""
+
+    def __init__(self, index: Any) -> None:
+        self._index = index
+        self._local = threading.local()
+        self._searchers: list[Any] = []
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Any:
+        searcher = getattr(self._local, "searcher", None)
+        if searcher is None:
+            searcher = self._local.searcher = self._index.searcher()
+            with self._lock:
+                self._searchers.append(searcher)
+        return searcher
+
+    def close(self) -> None:
         with self._lock:
             for searcher in self._searchers:
                 searcher.close()
             self._searchers.clear()
-        self._index.close()
 
 
 def _kind_and_ref(fields: dict[str, Any]) -> tuple[Any, Any]:
