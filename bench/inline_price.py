@@ -2,14 +2,16 @@
 
     .venv/bin/python bench/inline_price.py --index /work/data/index-pages-1m
 
-For the queries of the benchmark (`run.py`), a few worst cases, and a sweep of filtered
+For the queries of the benchmark (`run.py`), a few worst cases, a sweep of filtered
 pages (one condition, or a package and one more; sizes from a few specs to the whole
-tag; the benchmark's 7 facets or all 8 facets unbounded): each one's price
+tag; the benchmark's 7 facets or all 8 facets unbounded), and searches of packages and of
+specs (words, prefixes, typos, up to 32 words): each one's price
 (`cachegql.schema.limits.price`), the rows it reads (`cachegql.schema.inline.Reads`,
 the index's estimate from its posting lists), both known before it runs, whether the
 runner runs it inline (`inline.runs_inline`, or the short-document rule of
 `offload.runs_inline`), and its median time in process (the server's own
-`answer_sync`). Then, for thresholds of rows read, the slowest operation within the
+`answer_sync`), and how long pricing and estimating it took (on the event loop, before
+the runner chooses). Then, for thresholds of rows read, the slowest operation within the
 price limit that would run inline: the threshold of `inline.INLINE_MAX_READS` is chosen
 where that stays within a few milliseconds.
 """
@@ -96,6 +98,35 @@ def sweep(snapshot: Any, parameters: dict[str, str], limit: int) -> dict[str, st
     return queries
 
 
+def searches(snapshot: Any) -> dict[str, str]:
+    """Package searches and spec searches (a 20-spec page with the 7 facets) of words
+    spread over the vocabulary, their 3-letter prefixes (which expand to many terms),
+    typos, and 2, 8 and 32 words together."""
+    import random
+
+    rng = random.Random(1)
+    vocabulary = snapshot.text._vocabulary
+    words = vocabulary[:: max(1, len(vocabulary) // 25)]
+    texts = {f"word {w}": w for w in words}
+    texts |= {f"prefix {w[:3]}": w[:3] for w in words if len(w) > 3}
+    texts |= {f"typo {w[:-1]}x": f"{w[:-1]}x" for w in words if len(w) >= 5}
+    for count in (2, 8, 32):
+        for n in range(3):
+            chosen = rng.sample(vocabulary, count)
+            texts[f"{count} words #{n}"] = " ".join(chosen)
+            texts[f"{count} prefixes #{n}"] = " ".join(w[:3] for w in chosen)
+    queries: dict[str, str] = {}
+    for name, text in texts.items():
+        queries[f"search packages: {name}"] = (
+            f'{{ packages(search: "{text}", first: 20) {{ totalCount nodes {{ name }} }} }}'
+        )
+        queries[f"search specs: {name}"] = (
+            f'{{ specs(search: "{text}", first: 20) {{ totalCount nodes {{ hash name version }} '
+            f"facets {{ {SMALL_FACETS} {TOP_FACETS} }} }} }}"
+        )
+    return queries
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--index", type=Path, required=True)
@@ -118,10 +149,15 @@ def main(argv: list[str]) -> int:
         **cachegql_queries(parameters),
         **WORST,
         **sweep(store.snapshot(), parameters, INLINE_MAX_READS),
+        **searches(store.snapshot()),
     }
     rows = []
     for name, query in queries.items():
+        # Once first: a search's estimate is known once its words were read (as in the
+        # server, whose first request of them runs in a thread).
+        schema.answer_sync(query, context=Context(store=store))
         context = Context(store=store)
+        estimate_started = time.perf_counter()
         ready = schema.direct.ready(query, None, None, context)
         reads, cost, inline = None, None, short_document(query)
         if isinstance(ready, Ready):
@@ -135,21 +171,24 @@ def main(argv: list[str]) -> int:
                 ready.reads is not None
                 and runs_inline(ready.cost, ready.reads, ready.variables, context, ready.arguments)
             )
+        estimate_ms = (time.perf_counter() - estimate_started) * 1000
         times = []
         for _ in range(args.runs):
             started = time.perf_counter()
             schema.answer_sync(query, context=Context(store=store))
             times.append(time.perf_counter() - started)
-        rows.append((reads, cost, name, inline, statistics.median(times) * 1000, max(times) * 1000))
+        median, worst = statistics.median(times) * 1000, max(times) * 1000
+        rows.append((reads, cost, name, inline, median, worst, estimate_ms))
     print(f"inline: price <= {INLINE_MAX_PRICE:,} and rows read <= {INLINE_MAX_READS:,}\n")
-    print("| query | price | rows read | inline | median ms | max ms |")
-    print("|---|---|---|---|---|---|")
-    for reads, cost, name, inline, ms, worst in sorted(rows, key=lambda r: (r[0] or 0, r[2])):
+    print("| query | price | rows read | inline | median ms | max ms | pricing ms |")
+    print("|---|---|---|---|---|---|---|")
+    for reads, cost, name, inline, ms, worst, priced in sorted(
+        rows, key=lambda r: (r[0] or 0, r[2])
+    ):
         shown = "-" if reads is None else f"{reads:,}"
         price = "-" if cost is None else f"{cost:,}"
-        print(
-            f"| {name} | {price} | {shown} | {'yes' if inline else 'no'} | {ms:.2f} | {worst:.2f} |"
-        )
+        yes = "yes" if inline else "no"
+        print(f"| {name} | {price} | {shown} | {yes} | {ms:.2f} | {worst:.2f} | {priced:.2f} |")
     print(f"\nslowest operation with price <= {INLINE_MAX_PRICE:,}, by rows read:\n")
     print("| rows read <= | operations | slowest median ms | its query |")
     print("|---|---|---|---|")
@@ -162,6 +201,11 @@ def main(argv: list[str]) -> int:
         if within:
             slowest = max(within, key=lambda r: r[4])
             print(f"| {threshold:,} | {len(within)} | {slowest[4]:.2f} | {slowest[2]} |")
+    inline_rows = [r for r in rows if r[3]]
+    slowest = max(inline_rows, key=lambda r: r[4])
+    print(f"\nslowest inline: {slowest[2]}, {slowest[4]:.2f} ms (max {slowest[5]:.2f} ms)")
+    priciest = max(rows, key=lambda r: r[6])
+    print(f"longest pricing and estimate: {priciest[2]}, {priciest[6]:.2f} ms")
     store.close()
     return 0
 

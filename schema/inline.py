@@ -72,14 +72,17 @@ ESTIMATED: dict[str, _Estimate] = {
         spec_criteria(a.get("filter")),
         query=a.get("query"),
         search=a.get("search"),
+        enough=INLINE_MAX_READS,
     ),
     "packages": lambda context, a: package_reads(
         context.store.snapshot(a.get("tag")),
         package_criteria(a.get("filter")),
         search=a.get("search"),
+        enough=INLINE_MAX_READS,
     ),
 }
-"""The root connections estimated, with the rows each reads given its arguments."""
+"""The root connections estimated, with the rows each reads given its arguments (a
+search counted only until it is known to read too many for the event loop)."""
 CHEAP_ROOTS = frozenset({"spec", "package", "stack", "stacks", "tags", "__typename"})
 """Root fields that read precomputed data or look one key up: no rows to estimate."""
 

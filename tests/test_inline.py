@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +23,7 @@ from cachegql.index import (
     UNBOUNDED_READS,
     IndexStore,
     PackageCriteria,
+    Snapshot,
     SpecCriteria,
     StringMatch,
     find_packages,
@@ -77,9 +79,53 @@ def test_the_estimate_bounds_the_rows_a_filter_matches(store: IndexStore) -> Non
     package = snapshot.columns["package"].values[1]
     one = SpecCriteria(fields=(("package", StringMatch(eq=package)),))
     assert spec_reads(snapshot, one) == len(find_specs(snapshot, one)) > 0
-    # What rows do not measure is unbounded: whoosh's search, work over the whole tag.
-    assert spec_reads(snapshot, one, search="zlib") == UNBOUNDED_READS
+    # Spec syntax is not estimated: it reads the whole tag.
     assert spec_reads(snapshot, one, query="zlib") == snapshot.num_specs
+
+
+def _searches(snapshot: Snapshot) -> list[str]:
+    """Search texts of every kind of term: whole names, words, prefixes, typos, several
+    words, variants, hash prefixes, words that match nothing."""
+    names = [v for v in snapshot.dictionaries["package"].values if v][:40]
+    words = sorted({w for name in names for w in re.findall(r"[a-z0-9]+", name)})
+    atoms = [a for a in snapshot.dictionaries["atoms"].values if "=" in a][:6]
+    texts = names[:10] + words + [w[:3] for w in words] + [w[:-1] + "x" for w in words]
+    texts += [f"{a} {b}" for a, b in itertools.islice(itertools.combinations(words, 2), 0, 60, 3)]
+    texts += [f"+{a.split('=')[0]}" if a.endswith("=true") else a for a in atoms]
+    texts += [snapshot.hash_of(3)[:6], f"/{snapshot.hash_of(5)[:4]}", "nothing-matches-this"]
+    return texts
+
+
+def test_the_search_estimate_bounds_what_a_search_matches(pages_index: Path) -> None:
+    """Unbounded until the words were searched once (the estimate never reads the text
+    index: it runs on the event loop); then at least what the search matches, with or
+    without a filter, of specs and of packages."""
+    opened = IndexStore(pages_index)  # fresh: nothing searched yet
+    try:
+        snapshot = opened.snapshot()
+        package = snapshot.columns["package"].values[1]
+        filters = [None, SpecCriteria(fields=(("package", StringMatch(eq=package)),))]
+        texts = _searches(snapshot)
+        assert spec_reads(snapshot, None, search=texts[0]) == UNBOUNDED_READS
+        assert package_reads(snapshot, None, search=texts[0]) == UNBOUNDED_READS
+        bounded = 0
+        for text in texts:
+            for criteria in filters:
+                matched = len(find_specs(snapshot, criteria, search=text))
+                reads = spec_reads(snapshot, criteria, search=text)
+                assert matched <= reads < UNBOUNDED_READS, (text, criteria)
+                bounded += matched > 0
+            found = len(find_packages(snapshot, None, search=text))
+            assert found <= package_reads(snapshot, None, search=text) < UNBOUNDED_READS, text
+        assert bounded > len(texts) // 2
+        # A search of the whole tag's rows reads at least all of them.
+        every = snapshot.dictionaries["package"].values[1:]
+        everything = " ".join(every[:1])
+        assert spec_reads(snapshot, None, search=everything) >= len(
+            find_specs(snapshot, None, search=everything)
+        )
+    finally:
+        opened.close()
 
 
 def test_the_package_estimate_bounds_what_it_matches(store: IndexStore) -> None:
@@ -129,8 +175,11 @@ def test_what_runs_on_the_event_loop(store: IndexStore) -> None:
     assert not _inline(store, page, {"p": package}, inline=False)  # `serve --no-inline`
     assert _inline(store, "{ specs(first: 5) { nodes { hash } } }")
     assert _inline(store, '{ packages(filter: { name: { eq: "zlib" } }) { totalCount } }')
-    # Full-text search, a nested connection: in a thread.
-    assert not _inline(store, '{ specs(search: "zlib") { totalCount } }')
+    # A full-text search, once its words were read (the first request, in a thread), by
+    # the rows it brings.
+    assert _inline(store, '{ specs(search: "zlib") { totalCount } }')
+    assert _inline(store, '{ packages(search: "zlib", first: 5) { nodes { name } } }')
+    # A nested connection: in a thread.
     assert not _inline(store, f'{{ package(name: "{package}") {{ specs {{ totalCount }} }} }}')
     # Variables too large to price and coerce on the loop: in a thread, whatever they read.
     by_filter = "query($f: SpecFilter) { specs(filter: $f) { totalCount } }"
@@ -153,6 +202,21 @@ def test_the_rows_threshold_decides(store: IndexStore, monkeypatch: pytest.Monke
     assert _inline(store, page)
     monkeypatch.setattr(inline_module, "INLINE_MAX_READS", rows - 1)
     assert not _inline(store, page)
+
+
+def test_the_rows_a_search_brings_decide(
+    store: IndexStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search inline or not by the rows its words bring, against the threshold."""
+    snapshot = store.snapshot()
+    search = '{ specs(search: "zlib") { totalCount } }'
+    find_specs(snapshot, None, search="zlib")  # its words read
+    reads = spec_reads(snapshot, None, search="zlib")
+    assert 0 < reads < UNBOUNDED_READS
+    monkeypatch.setattr(inline_module, "INLINE_MAX_READS", reads)
+    assert _inline(store, search)
+    monkeypatch.setattr(inline_module, "INLINE_MAX_READS", reads - 1)
+    assert not _inline(store, search)
 
 
 def test_arguments_are_converted_as_strawberry_converts_them(store: IndexStore) -> None:

@@ -63,6 +63,10 @@ def _assert_same_hits(text: TextIndex, tokens: list[str]) -> int:
         query = text._query(token)
         hits = text.whoosh_hits(query)
         assert scores.hits(query) == hits, token
+        # What the estimate finds without scoring: the documents hit (BM25F scores are
+        # positive, so an array union drops none).
+        candidates = scores.candidates(query)
+        assert candidates is not None and candidates.tolist() == sorted(n for _, n in hits)
         compared += bool(hits)
     return compared
 
@@ -86,6 +90,23 @@ def test_the_demo_indexs_searches_are_whooshs(pages_index: Path) -> None:
             assert _assert_same_hits(text, _tokens(text, seed=1)) > 0
     finally:
         store.close()
+
+
+def test_candidates_are_unknown_until_the_postings_were_read(tmp_path: Path) -> None:
+    """The estimate runs on the event loop: it never reads postings, and says so."""
+    write_text_index(tmp_path / "text", _documents(400, seed=6))
+    text = TextIndex(tmp_path / "text")
+    try:
+        assert text.candidates("zlib") is None  # nothing searched yet
+        text.match_word("zlib")
+        assert text.candidates("zlib") is not None
+        assert text.candidates("netcdf") is None  # a long word: typos not ready
+        text.match_word("netcdf")
+        found = text.candidates("netcdf")
+        assert found is not None and len(found) > 0
+        assert text.candidates("openmpi") is None  # its terms' postings not read yet
+    finally:
+        text.close()
 
 
 def test_a_term_scored_once_is_read_once(tmp_path: Path) -> None:

@@ -26,6 +26,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from whoosh.filedb.filestore import RamStorage
 from whoosh.query import And, Or, Query, Term
 
@@ -33,11 +35,21 @@ from cachegql.index.disk.layout import PACKAGE, WORD
 from cachegql.index.disk.term_scores import Hits, TermScores
 from cachegql.index.disk.verify import IndexLoadError
 
-__all__ = ["MIN_FUZZY_LENGTH", "TextIndex", "WordMatches", "within_one_edit"]
+__all__ = [
+    "KIND_ATOM",
+    "KIND_PACKAGE",
+    "MIN_FUZZY_LENGTH",
+    "TextIndex",
+    "WordMatches",
+    "within_one_edit",
+]
 
+KIND_PACKAGE, KIND_ATOM = 1, 2
+_Refs = npt.NDArray[np.int64]
 MIN_FUZZY_LENGTH = 5
 MIN_PREFIX_LENGTH = 3
 MAX_PREFIX_WORDS = 64
+QUERIES_KEPT = 1_024
 EXACT_BOOST, WORD_BOOST, PREFIX_BOOST, TYPO_BOOST = 8.0, 2.0, 0.5, 0.7
 
 
@@ -80,6 +92,7 @@ class TextIndex:
                 storage.files[path.name] = path.read_bytes()
             self._index = storage.open_index()
             self._searcher = _Searchers(self._index)
+            self._queries: dict[str, Query] = {}
             self._vocabulary  # noqa: B018 (read now: a damaged segment fails here)
         except Exception as exc:  # whoosh fails in many ways on damaged files
             raise IndexLoadError(
@@ -87,15 +100,23 @@ class TextIndex:
             ) from exc
 
     @cached_property
-    def _documents(self) -> list[tuple[Any, Any] | None]:
-        """The kind and ref of each document, by number: read once, where reading a
-        hit's stored fields (unpickled, decompressed) was an eighth of a search's time.
-        The index is never written after its build, so the numbers do not change."""
+    def _catalog(self) -> tuple[list[tuple[Any, Any] | None], npt.NDArray[np.int8], _Refs]:
+        """The kind and ref of each document, by number, as read and as arrays: read
+        once, where reading a hit's stored fields (unpickled, decompressed) was an eighth
+        of a search's time. The index is never written after its build, so the numbers
+        do not change."""
         reader = self._searcher().reader()
-        return [
+        documents = [
             None if reader.is_deleted(n) else _kind_and_ref(reader.stored_fields(n))
             for n in range(reader.doc_count_all())
         ]
+        kinds = np.zeros(len(documents), dtype=np.int8)
+        refs = np.zeros(len(documents), dtype=np.int64)
+        for number, document in enumerate(documents):
+            if document is not None:
+                kinds[number] = KIND_PACKAGE if document[0] == PACKAGE else KIND_ATOM
+                refs[number] = document[1]
+        return documents, kinds, refs
 
     @cached_property
     def _vocabulary(self) -> list[str]:
@@ -124,6 +145,16 @@ class TextIndex:
         return sorted(c for c in candidates if c != word and within_one_edit(c, word))
 
     def _query(self, token: str) -> Query:
+        """The query of a search word; kept for the next `QUERIES_KEPT` words, as a search
+        asks for its words twice (its estimate, then its hits)."""
+        query = self._queries.get(token)
+        if query is None:
+            if len(self._queries) >= QUERIES_KEPT:
+                self._queries.clear()
+            query = self._queries[token] = self._new_query(token)
+        return query
+
+    def _new_query(self, token: str) -> Query:
         token = token.lower()
         words = WORD.findall(token)
         clauses: list[Query] = [Term("exact", token, boost=EXACT_BOOST)]
@@ -157,13 +188,45 @@ class TextIndex:
         hits = self.whoosh_hits(query) if scores is None else scores.hits(query)
         return self._matches(hits)
 
+    def query_terms(self, token: str) -> int | None:
+        """How many terms searching `token` looks up (the word, its prefixes and typos, the
+        whole name), known without reading the index: None until a search has made the
+        tables this needs (the typos', the documents'), and where whoosh searches itself."""
+        if self._term_scores is None or "_catalog" not in self.__dict__:
+            return None
+        if token not in self._queries and not self._typos_ready(token):
+            return None
+        return _count_terms(self._query(token))
+
+    def candidates(self, token: str) -> npt.NDArray[np.intp] | None:
+        """The documents `token` may match, found without scoring and without reading the
+        index: None until a search has read what this needs (`query_terms`, and the
+        postings of each term), and where whoosh searches itself."""
+        scores = self._term_scores
+        if scores is None or self.query_terms(token) is None:
+            return None
+        return scores.candidates(self._query(token))
+
+    def _typos_ready(self, token: str) -> bool:
+        """Whether `token`'s query can be made without reading the vocabulary at length:
+        its typos need the table of deletions, which a search of a long word makes."""
+        if "_by_deletion" in self.__dict__:
+            return True
+        return all(len(word) < MIN_FUZZY_LENGTH for word in WORD.findall(token.lower()))
+
+    @property
+    def document_refs(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int64]]:
+        """By document number: its kind (`KIND_PACKAGE`, `KIND_ATOM`, 0 for a deleted
+        one) and its package or atom id."""
+        return self._catalog[1], self._catalog[2]
+
     def whoosh_hits(self, query: Query) -> Hits:
         """The hits of whoosh's own search, best first (what `TermScores` gives faster)."""
         hits: Hits = self._searcher().search(query, limit=None).top_n
         return hits
 
     def _matches(self, hits: Hits) -> WordMatches:
-        documents = self._documents
+        documents = self._catalog[0]
         matches = WordMatches()
         for score, number in hits:  # best first, as iterating the hits would
             document = documents[number]
@@ -204,6 +267,12 @@ class _Searchers:
             for searcher in self._searchers:
                 searcher.close()
             self._searchers.clear()
+
+
+def _count_terms(query: Query) -> int:
+    if isinstance(query, Term):
+        return 1
+    return sum(_count_terms(sub) for sub in getattr(query, "subqueries", ()))
 
 
 def _kind_and_ref(fields: dict[str, Any]) -> tuple[Any, Any]:

@@ -10,7 +10,10 @@ The bound is conservative. A condition whose size is not known that cheaply (a
 `prefix`, `contains` or lone `ne` over a dictionary, a `depends_on` other than a
 package name, a spec-syntax `query`) counts as reading the whole tag; one whose
 planning alone costs work (a `depends_on` that walks the DAG, a `not`) keeps that cost
-even inside an AND; a full-text `search` is whoosh's work, not rows: `UNBOUNDED_READS`.
+even inside an AND. A full-text `search` adds what its words bring (`search_reads`: each
+word's candidate documents in the text index and their rows), known from the postings of
+the words' terms without scoring anything; `UNBOUNDED_READS` where the text index cannot
+tell.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import TypeVar
 from cachegql.index.disk.columns import Offsets
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.query.criteria import PackageCriteria, SpecCriteria, StringMatch
+from cachegql.index.query.search import search_reads
 from cachegql.index.spack.hashes import prefix_range
 
 __all__ = ["UNBOUNDED_READS", "package_reads", "spec_reads"]
@@ -29,7 +33,8 @@ __all__ = ["UNBOUNDED_READS", "package_reads", "spec_reads"]
 _C = TypeVar("_C", SpecCriteria, PackageCriteria)
 
 UNBOUNDED_READS = 1 << 62
-"""What a query reads when rows do not measure it (a full-text search)."""
+"""What a query reads when rows do not measure it (a search of a text index that whoosh
+searches itself)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,27 +52,44 @@ def spec_reads(
     query: str | None = None,
     search: str | None = None,
     scope_rows: int | None = None,
+    enough: int | None = None,
 ) -> int:
     """At most how many spec rows answering these read (`find_specs`, then its facets),
-    `scope_rows` the size of a scope, if any."""
-    if search is not None:
-        return UNBOUNDED_READS
+    `scope_rows` the size of a scope, if any; a search's reads are counted up to `enough`
+    (`search_reads`)."""
+    searched = None if search is None else search_reads(snapshot, search, specs=True, enough=enough)
     total = snapshot.num_specs
     bound = _spec_bound(snapshot, criteria)
     matches = bound.matches if scope_rows is None else min(bound.matches, scope_rows)
     fixed = bound.fixed if query is None else total  # spec syntax: not estimated
-    return max(matches, fixed)
+    return _with_search(search, searched, matches, fixed)
 
 
 def package_reads(
-    snapshot: Snapshot, criteria: PackageCriteria | None, *, search: str | None = None
+    snapshot: Snapshot,
+    criteria: PackageCriteria | None,
+    *,
+    search: str | None = None,
+    enough: int | None = None,
 ) -> int:
     """At most how many rows (package ids, and spec rows for `hasSpec`) answering these
-    read (`find_packages`)."""
-    if search is not None:
-        return UNBOUNDED_READS
+    read (`find_packages`); a search's reads are counted up to `enough` (`search_reads`)."""
+    searched = (
+        None if search is None else search_reads(snapshot, search, specs=False, enough=enough)
+    )
     bound = _package_bound(snapshot, criteria)
-    return max(bound.matches, bound.fixed)
+    return _with_search(search, searched, bound.matches, bound.fixed)
+
+
+def _with_search(search: str | None, searched: int | None, matches: int, fixed: int) -> int:
+    """The rows of a query's conditions, and of its search if any: the search's ids join
+    the AND (the rows tested and counted are at most as many), plus what finding them
+    read."""
+    if search is None:
+        return max(matches, fixed)
+    if searched is None:
+        return UNBOUNDED_READS
+    return searched + max(min(matches, searched), fixed)
 
 
 def _spec_bound(snapshot: Snapshot, criteria: SpecCriteria | None) -> _Bound:

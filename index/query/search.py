@@ -24,7 +24,7 @@ from cachegql.index.budget import check
 from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import WORD
 from cachegql.index.disk.snapshot import Snapshot
-from cachegql.index.disk.text import WordMatches
+from cachegql.index.disk.text import KIND_ATOM, KIND_PACKAGE, WordMatches
 from cachegql.index.errors import CriteriaError, shorten
 from cachegql.index.query.criteria import parse_variant_constraint
 from cachegql.index.query.filtering import ranges
@@ -41,6 +41,7 @@ __all__ = [
     "Ranked",
     "parse_terms",
     "search_packages",
+    "search_reads",
     "search_specs",
 ]
 
@@ -56,6 +57,10 @@ MAX_TERMS = 32
 # by prefix or with one typo: it is not looked up. Up to this length, its typo expansion
 # (quadratic in the length) costs ~128 lookups of short keys.
 MAX_WORD_LENGTH = 128
+TERM_READS = 100
+"""What looking up one term of the text index costs, in rows read (`search_reads`): a
+term's postings merged into a word's hits took ~15 µs at 1M specs, as long as testing
+some 100 rows of a filter (`bench/inline_price.py`)."""
 _VARIANT_TERM = re.compile(r"^([+~\-][A-Za-z0-9_]|[A-Za-z0-9_][\w.\-]*(:=|==|=))")
 
 
@@ -115,6 +120,63 @@ def _every_term(snapshot: Snapshot, text: str, match: Callable[[Snapshot, Term],
         check()
         result = _both(result, match(snapshot, term))
     return result
+
+
+def search_reads(
+    snapshot: Snapshot, text: str, *, specs: bool, enough: int | None = None
+) -> int | None:
+    """At most how many ids searching `text` reads (`search_specs` if `specs`, else
+    `search_packages`), known before anything is scored: for each word, `TERM_READS` for
+    each term of the text index it looks up, then the documents it may match, each with
+    the ids it brings (a package's spec rows or its id; a variant atom's spec rows or
+    packages), and the rows of a hash it may start; for a variant, its atoms' rows. Every
+    term counts, though a search stops at the first that matches nothing. None where the
+    text index cannot tell yet (`TextIndex.query_terms`); 0 for text the search refuses
+    before reading anything. Counting stops past `enough`, if given, terms first: so its
+    cost is bounded by `enough` too."""
+    try:
+        terms = parse_terms(text)
+    except CriteriaError:
+        return 0
+    words = [t.text for t in terms if t.kind == "word" and len(t.text) <= MAX_WORD_LENGTH]
+    reads = 0
+    for word in words:
+        looked_up = snapshot.text.query_terms(word)
+        if looked_up is None:
+            return None
+        reads += looked_up * TERM_READS
+    for term in terms:
+        if enough is not None and reads > enough:
+            return reads
+        if term.kind == "variant":
+            atom_ids = snapshot.dictionaries["atoms"].ids
+            atoms = parse_variant_constraint(term.text).atoms
+            found = np.array([atom_ids[a] for a in atoms if a in atom_ids], dtype=np.int64)
+            reads += _items(snapshot.sets["atoms"].postings.offsets, found)
+            continue
+        if term.kind == "word" and len(term.text) <= MAX_WORD_LENGTH:
+            documents = snapshot.text.candidates(term.text)
+            if documents is None:
+                return None
+            reads += len(documents) + _brought(snapshot, documents, specs)
+        reads += len(_hash_rows(snapshot, term))
+    return reads
+
+
+def _brought(snapshot: Snapshot, documents: npt.NDArray[np.intp], specs: bool) -> int:
+    """The ids the text index's `documents` bring to a search of specs or of packages."""
+    kinds, refs = snapshot.text.document_refs
+    packages = refs[documents[kinds[documents] == KIND_PACKAGE]]
+    atoms = refs[documents[kinds[documents] == KIND_ATOM]]
+    if specs:
+        brought = _items(snapshot.package_start, packages)
+        return brought + _items(snapshot.sets["atoms"].postings.offsets, atoms)
+    return len(packages) + _items(snapshot.package_atoms.postings.offsets, atoms)
+
+
+def _items(offsets: npt.NDArray[np.int64], values: npt.NDArray[np.int64]) -> int:
+    """How many items the groups of `values` hold together (the groups' offsets given)."""
+    return int((offsets[values + 1] - offsets[values]).sum())
 
 
 def _text_matches(snapshot: Snapshot, term: Term) -> WordMatches:
