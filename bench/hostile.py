@@ -567,6 +567,19 @@ def broad_or_variables(count: int) -> Request:
     return post(query, {"f": {"or": entries}})
 
 
+def search_terms_aliased(roots: int = 14) -> Request:
+    """`roots` aliased spec searches, each of a word of 32 three-letter parts (every part
+    a prefix that may expand to 64 terms) repeated to the search's 2,000 characters:
+    priced on the event loop, such a search must stop counting at the threshold, not
+    build every part's query first (it took 0.4 s a request before it did)."""
+    word = "-".join(["lib"] * 32)
+    text = " ".join([word] * 15)
+    names = [f"v{i}" for i in range(roots)]
+    declared = ", ".join(f"${n}: String" for n in names)
+    fields = " ".join(f"{n}: specs(search: ${n}, first: 1) {{ totalCount }}" for n in names)
+    return post(f"query({declared}) {{ {fields} }}", {n: text for n in names})
+
+
 def base32_word(size: int, seed: int = 7) -> str:
     return "".join(random.Random(seed).choices(BASE32, k=size))
 
@@ -991,6 +1004,12 @@ CASES: list[Case] = [
         "filters",
         "the `or` of 4,000 `ne` as a variable (under the price limit: the index answers)",
         single(lambda ctx: broad_or_variables(4_000)),
+    ),
+    Case(
+        "search-terms-aliased",
+        "filters",
+        "14 aliased searches of 15 words of 32 three-letter parts (many terms to price)",
+        single(lambda ctx: search_terms_aliased()),
     ),
     Case(
         "or-ne-30000-vars",

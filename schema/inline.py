@@ -65,20 +65,20 @@ INLINE_MAX_VALUES = 100
 priced and estimated on the event loop: pricing a document and coercing its variables take
 time in their size (a 30,000-entry `or` as a variable, tens of ms), the rest a thread's."""
 
-_Estimate = Callable[[Context, dict[str, Any]], int]
+_Estimate = Callable[[Context, dict[str, Any], int], int]
 ESTIMATED: dict[str, _Estimate] = {
-    "specs": lambda context, a: spec_reads(
+    "specs": lambda context, a, enough: spec_reads(
         context.store.snapshot(a.get("tag")),
         spec_criteria(a.get("filter")),
         query=a.get("query"),
         search=a.get("search"),
-        enough=INLINE_MAX_READS,
+        enough=enough,
     ),
-    "packages": lambda context, a: package_reads(
+    "packages": lambda context, a, enough: package_reads(
         context.store.snapshot(a.get("tag")),
         package_criteria(a.get("filter")),
         search=a.get("search"),
-        enough=INLINE_MAX_READS,
+        enough=enough,
     ),
 }
 """The root connections estimated, with the rows each reads given its arguments (a
@@ -129,8 +129,9 @@ class Reads:
     def __call__(
         self, variables: VariableValues, context: Context, arguments: Arguments
     ) -> int | None:
-        """The rows read; the arguments converted on the way are kept in `arguments`
-        for the plan (`compiled.Plan.run`)."""
+        """The rows read, or more than `INLINE_MAX_READS` once known to be (the roots
+        after are not estimated); the arguments converted on the way are kept in
+        `arguments` for the plan (`compiled.Plan.run`)."""
         if self.roots is None:
             return None
         total = 0
@@ -140,9 +141,11 @@ class Reads:
                 if converted is None:
                     converted = convert_field_arguments(field, node, variables, self.converter)
                     arguments[id(node)] = converted
-                total += ESTIMATED[name](context, converted)
+                total += ESTIMATED[name](context, converted, INLINE_MAX_READS - total)
             except Exception:
                 return None  # an unknown tag, a malformed variant: the plan reports it
+            if total > INLINE_MAX_READS:
+                return total
         return total
 
 

@@ -32,18 +32,21 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "hostile.py"
 SPECS = 20_000
 READ_TIMEOUT = 2  # seconds: the server's, so that the connection cases end quickly
 TIME_BUDGET = 3
-ANSWER_SECONDS = {"compiled": TIME_BUDGET + 2.0, "stock": BUDGETS * TIME_BUDGET + GRACE_SECONDS}
-"""A compiled answer stops at the index's deadline checks (3 s), then its grace. The stock
-path also spends time outside the index, where no deadline is checked: strawberry converts
-each input object of the arguments (~0.4 ms a `SpecFilter`: 1.5 s for the `or` of 4,000
-on a quiet machine, 3 s and more on a loaded one), and the runner cuts it at two budgets
-and a grace period (`cachegql.server.offload`), which is what it promises."""
+ANSWER_SECONDS = TIME_BUDGET + 2.0
+"""An answer stops at the index's deadline checks (3 s), then its grace."""
+CONVERTED_AT_LENGTH = {"or-ne-4000-vars"}
+"""Cases the stock path answers later: it spends time outside the index, where no deadline
+is checked, as strawberry converts each input object of the arguments (~0.4 ms a
+`SpecFilter`: 1.5 s for the `or` of 4,000 on a quiet machine, 3 s and more on a loaded
+one). The runner cuts such work at two budgets and a grace period
+(`cachegql.server.offload`), which is what the stock path promises for them."""
+STOCK_CONVERSION_SECONDS = BUDGETS * TIME_BUDGET + GRACE_SECONDS
 CANARY_WAIT_MS = 1000.0
 INLINE_CANARY_WAIT_MS = 250.0
 """The canaries' bound while operations run on the event loop back to back: each takes a
 few ms (41 ms worst wait measured on a quiet machine, 4 clients). The stock path runs
-nothing inline: its operations wait for the worker threads, as every other case's, and
-are held to `CANARY_WAIT_MS`."""
+nothing inline: there, the case is one more threaded load, held to `CANARY_WAIT_MS` as
+every other case (its test asserts nothing about the event loop in that mode)."""
 GROWTH_MB = 200.0
 CONNECTION_CASES = {"idle-connections", "trickle-headers", "trickle-body"}
 
@@ -112,7 +115,10 @@ def test_a_hostile_request_is_answered_and_costs_others_nothing(
         assert extra["connections"] > 0 and extra["failed_to_open"] == 0
         assert extra["open_at"][f"{READ_TIMEOUT + 2}s"] == 0, notes
         return
-    assert not result["timed_out"] and result["seconds"] < ANSWER_SECONDS[result["path"]], notes
+    bound = ANSWER_SECONDS
+    if result["path"] == "stock" and name in CONVERTED_AT_LENGTH:
+        bound = STOCK_CONVERSION_SECONDS
+    assert not result["timed_out"] and result["seconds"] < bound, notes
     for status in result["status"].split("/"):
         assert 200 <= int(status) < 500, notes
     assert result["content_type"] in ("application/json", "application/graphql-response+json")

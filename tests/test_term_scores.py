@@ -10,6 +10,7 @@ more than 5,000 documents) and one after another into an array (a smaller one).
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from whoosh import index as whoosh_index
 from cachegql.index import IndexStore
 from cachegql.index.disk.layout import ATOM, PACKAGE, text_schema
 from cachegql.index.disk.term_scores import ARRAY_UNION_MAX_DOCS
-from cachegql.index.disk.text import TextIndex
+from cachegql.index.disk.text import TextIndex, _count_terms
 from cachegql.index.disk.write import write_text_index
 
 STEMS = ["py", "torch", "torch4", "torch5", "scatter", "scater", "zlib", "zlib-ng", "hdf5"]
@@ -65,7 +66,7 @@ def _assert_same_hits(text: TextIndex, tokens: list[str]) -> int:
         assert scores.hits(query) == hits, token
         # What the estimate finds without scoring: the documents hit (BM25F scores are
         # positive, so an array union drops none).
-        candidates = scores.candidates(query)
+        candidates = scores.candidates(query, text._catalog[3])
         assert candidates is not None and candidates.tolist() == sorted(n for _, n in hits)
         compared += bool(hits)
     return compared
@@ -143,5 +144,32 @@ def test_an_index_of_several_segments_is_searched_by_whoosh(tmp_path: Path) -> N
         assert text._term_scores is None
         matches = text.match_word("zlib")
         assert matches.packages or matches.atoms
+    finally:
+        text.close()
+
+
+def test_pricing_a_word_builds_nothing_and_reads_nothing(tmp_path: Path) -> None:
+    """What the estimate asks on the event loop (`query_terms`, `candidates`) counts the
+    terms from tables in memory, as many as the query would look up, and opens no
+    searcher for its thread; queries of many terms are not kept."""
+    write_text_index(tmp_path / "text", _documents(400, seed=7))
+    text = TextIndex(tmp_path / "text")
+    try:
+        text.match_word("netcdf")  # a search: the tables made, in this thread
+        tokens = [*_tokens(text, seed=7, most=400), "LIB-lib-Lib", "-".join(["lib"] * 30)]
+        for token in tokens:
+            counted = text.query_terms(token)
+            assert counted == _count_terms(text._new_query(token.lower())), token
+        kept = dict(text._queries)
+        big = "-".join(["lib"] * 30)
+        assert text.query_terms(big) is not None and text._queries == kept  # nothing built
+        text.match_word(big)
+        assert big not in text._queries  # more than QUERY_TERMS_KEPT terms
+        opened = len(text._searcher._searchers)
+        found: list[object] = []
+        worker = threading.Thread(target=lambda: found.append(text.candidates("netcdf")))
+        worker.start()
+        worker.join()
+        assert found[0] is not None and len(text._searcher._searchers) == opened
     finally:
         text.close()

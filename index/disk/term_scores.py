@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 import numpy as np
@@ -62,22 +62,24 @@ class TermScores:
         order = np.lexsort((docs, -scores))
         return list(zip(scores[order].tolist(), docs[order].tolist(), strict=True))
 
-    def candidates(self, query: Query) -> np.ndarray | None:
+    def candidates(self, query: Query, held: Container[tuple[str, str]]) -> np.ndarray | None:
         """The documents `hits` may match, ascending, found without scoring: a term's, an
         `Or`'s union, an `And`'s intersection (`hits` matches these, but for a document
-        whose scores sum to 0 or less in an array union). None when a term's postings
-        were not read yet: this never reads the index (its caller runs on the event loop,
-        and reading a term's postings the first time costs ~6 µs a posting)."""
+        whose scores sum to 0 or less in an array union). None when a term the index
+        holds (in `held`: (field, text)) has postings not read yet: this never reads the
+        index (its caller runs on the event loop, and reading a term's postings the first
+        time costs ~6 µs a posting)."""
         if isinstance(query, Term):
-            known = self._postings.get((query.fieldname, query.text))
-            if known is None and self._held(query):
-                return None
-            return _NONE[0] if known is None else known[0]
+            key = (query.fieldname, query.text)
+            known = self._postings.get(key)
+            if known is None:
+                return None if key in held else _NONE[0]
+            return known[0]
         if type(query) not in (Or, And):
             raise TypeError(f"not a query TermScores evaluates: {type(query).__name__}")
         docs = []
         for sub in query.subqueries:
-            found = self.candidates(sub)
+            found = self.candidates(sub, held)
             if found is None:
                 return None
             docs.append(found)

@@ -46,10 +46,12 @@ __all__ = [
 
 KIND_PACKAGE, KIND_ATOM = 1, 2
 _Refs = npt.NDArray[np.int64]
+_Key = tuple[str, str]
 MIN_FUZZY_LENGTH = 5
 MIN_PREFIX_LENGTH = 3
 MAX_PREFIX_WORDS = 64
-QUERIES_KEPT = 1_024
+QUERIES_KEPT = 256
+QUERY_TERMS_KEPT = 128
 EXACT_BOOST, WORD_BOOST, PREFIX_BOOST, TYPO_BOOST = 8.0, 2.0, 0.5, 0.7
 
 
@@ -100,12 +102,18 @@ class TextIndex:
             ) from exc
 
     @cached_property
-    def _catalog(self) -> tuple[list[tuple[Any, Any] | None], npt.NDArray[np.int8], _Refs]:
+    def _catalog(
+        self,
+    ) -> tuple[list[tuple[Any, Any] | None], npt.NDArray[np.int8], _Refs, frozenset[_Key]]:
         """The kind and ref of each document, by number, as read and as arrays: read
         once, where reading a hit's stored fields (unpickled, decompressed) was an eighth
         of a search's time. The index is never written after its build, so the numbers
-        do not change."""
+        do not change. And every term the index holds (`TermScores.candidates` tells an
+        unread term from one the index lacks by it)."""
         reader = self._searcher().reader()
+        held = frozenset(
+            (field, word.decode()) for field in ("words", "exact") for word in reader.lexicon(field)
+        )
         documents = [
             None if reader.is_deleted(n) else _kind_and_ref(reader.stored_fields(n))
             for n in range(reader.doc_count_all())
@@ -116,7 +124,7 @@ class TextIndex:
             if document is not None:
                 kinds[number] = KIND_PACKAGE if document[0] == PACKAGE else KIND_ATOM
                 refs[number] = document[1]
-        return documents, kinds, refs
+        return documents, kinds, refs, held
 
     @cached_property
     def _vocabulary(self) -> list[str]:
@@ -145,13 +153,18 @@ class TextIndex:
         return sorted(c for c in candidates if c != word and within_one_edit(c, word))
 
     def _query(self, token: str) -> Query:
-        """The query of a search word; kept for the next `QUERIES_KEPT` words, as a search
-        asks for its words twice (its estimate, then its hits)."""
+        """The query of a search word. The last `QUERIES_KEPT` of at most
+        `QUERY_TERMS_KEPT` terms are kept: a search asks for its words twice (its
+        estimate, then its hits), and larger ones are never estimated small enough to run
+        on the event loop."""
+        token = token.lower()
         query = self._queries.get(token)
         if query is None:
-            if len(self._queries) >= QUERIES_KEPT:
-                self._queries.clear()
-            query = self._queries[token] = self._new_query(token)
+            query = self._new_query(token)
+            if _count_terms(query) <= QUERY_TERMS_KEPT:
+                if len(self._queries) >= QUERIES_KEPT:
+                    self._queries.clear()
+                self._queries[token] = query
         return query
 
     def _new_query(self, token: str) -> Query:
@@ -189,23 +202,39 @@ class TextIndex:
         return self._matches(hits)
 
     def query_terms(self, token: str) -> int | None:
-        """How many terms searching `token` looks up (the word, its prefixes and typos, the
-        whole name), known without reading the index: None until a search has made the
-        tables this needs (the typos', the documents'), and where whoosh searches itself."""
-        if self._term_scores is None or "_catalog" not in self.__dict__:
+        """How many terms searching `token` looks up (the whole name, each word, its
+        prefixes and typos), counted from tables in memory without building its query or
+        reading the index: None until a search has made those tables (the documents', and
+        the typos' for a word of 5 letters or more), and where whoosh searches itself."""
+        if self.__dict__.get("_term_scores") is None or "_catalog" not in self.__dict__:
             return None
-        if token not in self._queries and not self._typos_ready(token):
+        token = token.lower()
+        if not self._typos_ready(token):
             return None
-        return _count_terms(self._query(token))
+        return 1 + sum(self._word_terms(word) for word in WORD.findall(token))
+
+    def _word_terms(self, word: str) -> int:
+        """The terms `_new_query` looks up for one word."""
+        terms = 1
+        if len(word) >= MIN_PREFIX_LENGTH:
+            words = self._vocabulary
+            start = bisect.bisect_right(words, word)
+            stop = bisect.bisect_left(words, word + "\U0010ffff")
+            terms += min(stop - start, MAX_PREFIX_WORDS)
+        if len(word) >= MIN_FUZZY_LENGTH:
+            terms += len(self.typos(word))
+        return terms
 
     def candidates(self, token: str) -> npt.NDArray[np.intp] | None:
         """The documents `token` may match, found without scoring and without reading the
-        index: None until a search has read what this needs (`query_terms`, and the
-        postings of each term), and where whoosh searches itself."""
-        scores = self._term_scores
+        index: None until a search has made what this needs (`query_terms`) and read the
+        postings of each term the index holds, and where whoosh searches itself. Its cost
+        follows `query_terms` (its query is built), so ask that first."""
+        scores = self.__dict__.get("_term_scores")
         if scores is None or self.query_terms(token) is None:
             return None
-        return scores.candidates(self._query(token))
+        found: npt.NDArray[np.intp] | None = scores.candidates(self._query(token), self._catalog[3])
+        return found
 
     def _typos_ready(self, token: str) -> bool:
         """Whether `token`'s query can be made without reading the vocabulary at length:

@@ -132,8 +132,9 @@ def search_reads(
     packages), and the rows of a hash it may start; for a variant, its atoms' rows. Every
     term counts, though a search stops at the first that matches nothing. None where the
     text index cannot tell yet (`TextIndex.query_terms`); 0 for text the search refuses
-    before reading anything. Counting stops past `enough`, if given, terms first: so its
-    cost is bounded by `enough` too."""
+    before reading anything. Counting stops past `enough`, if given, the terms first and
+    word by word: so its cost is bounded by `enough` too (a word's documents are only
+    found once all words' terms are known to be within it)."""
     try:
         terms = parse_terms(text)
     except CriteriaError:
@@ -145,6 +146,8 @@ def search_reads(
         if looked_up is None:
             return None
         reads += looked_up * TERM_READS
+        if enough is not None and reads > enough:
+            return reads
     for term in terms:
         if enough is not None and reads > enough:
             return reads
