@@ -209,6 +209,9 @@ class TextIndex:
         if self.__dict__.get("_term_scores") is None or "_catalog" not in self.__dict__:
             return None
         token = token.lower()
+        kept = self._queries.get(token)
+        if kept is not None:
+            return _count_terms(kept)
         if not self._typos_ready(token):
             return None
         return 1 + sum(self._word_terms(word) for word in WORD.findall(token))
