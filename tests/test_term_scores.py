@@ -66,7 +66,7 @@ def _assert_same_hits(text: TextIndex, tokens: list[str]) -> int:
         assert scores.hits(query) == hits, token
         # What the estimate finds without scoring: the documents hit (BM25F scores are
         # positive, so an array union drops none).
-        candidates = scores.candidates(query, text._catalog[3])
+        candidates = scores.candidates(query)
         assert candidates is not None and candidates.tolist() == sorted(n for _, n in hits)
         compared += bool(hits)
     return compared

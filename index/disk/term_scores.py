@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Callable, Container
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,8 @@ __all__ = ["Hits", "TermScores"]
 ARRAY_UNION_MAX_DOCS = 5_000
 """whoosh's `Or` adds more than two subqueries into an array in an index this small."""
 TOO_MANY_CLAUSES = Or.TOO_MANY_CLAUSES
-ABSENT_KEPT = 4_096
+SEARCHED_FIELDS = ("words", "exact")
+"""The fields `TextIndex` queries (both text: their terms are UTF-8)."""
 
 Hits = list[tuple[float, int]]
 """(score, document number), best first, ties by number: whoosh's `top_n`."""
@@ -53,8 +54,11 @@ class TermScores:
         reader = searcher().reader()
         self._count_all = int(reader.doc_count_all())
         self._count = int(reader.doc_count())
+        # Every term of the searched fields: one not held matches nothing (no lookup).
+        self._held = frozenset(
+            (field, text.decode()) for field in SEARCHED_FIELDS for text in reader.lexicon(field)
+        )
         self._postings: dict[tuple[str, str], _Postings] = {}
-        self._absent: set[tuple[str, str]] = set()
 
     def hits(self, query: Query) -> Hits:
         """The documents `query` matches, with their scores, best first."""
@@ -62,24 +66,24 @@ class TermScores:
         order = np.lexsort((docs, -scores))
         return list(zip(scores[order].tolist(), docs[order].tolist(), strict=True))
 
-    def candidates(self, query: Query, held: Container[tuple[str, str]]) -> np.ndarray | None:
+    def candidates(self, query: Query) -> np.ndarray | None:
         """The documents `hits` may match, ascending, found without scoring: a term's, an
         `Or`'s union, an `And`'s intersection (`hits` matches these, but for a document
         whose scores sum to 0 or less in an array union). None when a term the index
-        holds (in `held`: (field, text)) has postings not read yet: this never reads the
-        index (its caller runs on the event loop, and reading a term's postings the first
-        time costs ~6 µs a posting)."""
+        holds has postings not read yet: this never reads the index (its caller runs on
+        the event loop, and reading a term's postings the first time costs ~6 µs a
+        posting)."""
         if isinstance(query, Term):
             key = (query.fieldname, query.text)
             known = self._postings.get(key)
             if known is None:
-                return None if key in held else _NONE[0]
+                return None if key in self._held else _NONE[0]
             return known[0]
         if type(query) not in (Or, And):
             raise TypeError(f"not a query TermScores evaluates: {type(query).__name__}")
         docs = []
         for sub in query.subqueries:
-            found = self.candidates(sub, held)
+            found = self.candidates(sub)
             if found is None:
                 return None
             docs.append(found)
@@ -88,26 +92,6 @@ class TermScores:
         if isinstance(query, And):
             return functools.reduce(np.intersect1d, docs)
         return np.unique(np.concatenate(docs))
-
-    def _held(self, term: Term) -> bool:
-        """Whether the index holds `term` (a lookup in its term table, not its postings).
-        The last `ABSENT_KEPT` terms it does not hold are remembered: a search word's
-        query names many (`exact:torch` for a word that is no whole name)."""
-        key = (term.fieldname, term.text)
-        if key in self._absent:
-            return False
-        searcher = self._searcher()
-        try:
-            text = searcher.schema[term.fieldname].to_bytes(term.text)
-        except ValueError:  # e.g. a lone surrogate: whoosh matches nothing
-            held = False
-        else:
-            held = (term.fieldname, text) in searcher.reader()
-        if not held:
-            if len(self._absent) >= ABSENT_KEPT:
-                self._absent.clear()
-            self._absent.add(key)
-        return held
 
     def _evaluate(self, query: Query) -> _Postings:
         if isinstance(query, Term):
@@ -177,7 +161,7 @@ class TermScores:
         known = self._postings.get(key)
         if known is not None:
             return known
-        if not self._held(term):
+        if key not in self._held:
             return _NONE
         searcher = self._searcher()
         text = searcher.schema[term.fieldname].to_bytes(term.text)

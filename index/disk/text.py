@@ -46,7 +46,6 @@ __all__ = [
 
 KIND_PACKAGE, KIND_ATOM = 1, 2
 _Refs = npt.NDArray[np.int64]
-_Key = tuple[str, str]
 MIN_FUZZY_LENGTH = 5
 MIN_PREFIX_LENGTH = 3
 MAX_PREFIX_WORDS = 64
@@ -102,18 +101,12 @@ class TextIndex:
             ) from exc
 
     @cached_property
-    def _catalog(
-        self,
-    ) -> tuple[list[tuple[Any, Any] | None], npt.NDArray[np.int8], _Refs, frozenset[_Key]]:
+    def _catalog(self) -> tuple[list[tuple[Any, Any] | None], npt.NDArray[np.int8], _Refs]:
         """The kind and ref of each document, by number, as read and as arrays: read
         once, where reading a hit's stored fields (unpickled, decompressed) was an eighth
         of a search's time. The index is never written after its build, so the numbers
-        do not change. And every term the index holds (`TermScores.candidates` tells an
-        unread term from one the index lacks by it)."""
+        do not change."""
         reader = self._searcher().reader()
-        held = frozenset(
-            (field, word.decode()) for field in ("words", "exact") for word in reader.lexicon(field)
-        )
         documents = [
             None if reader.is_deleted(n) else _kind_and_ref(reader.stored_fields(n))
             for n in range(reader.doc_count_all())
@@ -124,7 +117,7 @@ class TextIndex:
             if document is not None:
                 kinds[number] = KIND_PACKAGE if document[0] == PACKAGE else KIND_ATOM
                 refs[number] = document[1]
-        return documents, kinds, refs, held
+        return documents, kinds, refs
 
     @cached_property
     def _vocabulary(self) -> list[str]:
@@ -140,10 +133,13 @@ class TextIndex:
 
     def prefixed(self, word: str) -> list[str]:
         """Vocabulary words that start with `word` (and are longer), shortest first."""
+        start, stop = self._prefix_range(word)
+        return sorted(self._vocabulary[start:stop], key=len)[:MAX_PREFIX_WORDS]
+
+    def _prefix_range(self, word: str) -> tuple[int, int]:
+        """Where the words that start with `word` (and are longer) are in the vocabulary."""
         words = self._vocabulary
-        start = bisect.bisect_right(words, word)
-        stop = bisect.bisect_left(words, word + "\U0010ffff")
-        return sorted(words[start:stop], key=len)[:MAX_PREFIX_WORDS]
+        return bisect.bisect_right(words, word), bisect.bisect_left(words, word + "\U0010ffff")
 
     def typos(self, word: str) -> list[str]:
         """Vocabulary words one edit away from `word` (not `word` itself)."""
@@ -168,7 +164,7 @@ class TextIndex:
         return query
 
     def _new_query(self, token: str) -> Query:
-        token = token.lower()
+        """The query of a lowercase search word."""
         words = WORD.findall(token)
         clauses: list[Query] = [Term("exact", token, boost=EXACT_BOOST)]
         per_word = []
@@ -220,9 +216,7 @@ class TextIndex:
         """The terms `_new_query` looks up for one word."""
         terms = 1
         if len(word) >= MIN_PREFIX_LENGTH:
-            words = self._vocabulary
-            start = bisect.bisect_right(words, word)
-            stop = bisect.bisect_left(words, word + "\U0010ffff")
+            start, stop = self._prefix_range(word)
             terms += min(stop - start, MAX_PREFIX_WORDS)
         if len(word) >= MIN_FUZZY_LENGTH:
             terms += len(self.typos(word))
@@ -236,7 +230,7 @@ class TextIndex:
         scores = self.__dict__.get("_term_scores")
         if scores is None or self.query_terms(token) is None:
             return None
-        found: npt.NDArray[np.intp] | None = scores.candidates(self._query(token), self._catalog[3])
+        found: npt.NDArray[np.intp] | None = scores.candidates(self._query(token))
         return found
 
     def _typos_ready(self, token: str) -> bool:
