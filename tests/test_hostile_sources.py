@@ -34,7 +34,7 @@ from cachegql.index.ingest import (
     read_page,
 )
 from cachegql.index.ingest import pages as pages_module
-from cachegql.index.ingest.files import NotRegularFileError, open_regular
+from cachegql.index.ingest.files import NotRegularFileError, open_regular, read_regular_status
 from cachegql.index.ingest.pages import UnreadFileError
 from cachegql.index.records import Problem
 from tests.conftest import CLI, untraced_env
@@ -446,3 +446,22 @@ def test_repeated_front_matter_key_is_a_problem_and_the_last_wins(tmp_path: Path
         fake_hash("last-1"),
         fake_hash("last-2"),
     }
+
+
+def test_a_pipe_listed_as_a_regular_file_is_refused_once_open(tmp_path: Path) -> None:
+    """`listed_regular` (a listing's word for it) skips the look before opening; a path
+    swapped for a pipe since is opened without blocking and refused, not read."""
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(NotRegularFileError, match="a named pipe"):
+        read_regular_status(tmp_path / "pipe", listed_regular=True)
+
+
+def test_a_file_longer_than_its_status_says_is_read_whole(tmp_path: Path) -> None:
+    """One read of the size the status gives (plus one) is the whole file only when it
+    brings exactly that size: /proc files say 0 and hold more."""
+    data, status = read_regular_status("/proc/self/status", listed_regular=True)
+    assert status.st_size == 0 and b"VmHWM" in data and data.endswith(b"\n")
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "some").write_bytes(b"x" * 100)
+    assert read_regular_status(tmp_path / "empty")[0] == b""
+    assert read_regular_status(tmp_path / "some", listed_regular=True)[0] == b"x" * 100

@@ -253,3 +253,24 @@ def test_a_manifest_of_any_shape_is_a_problem_not_a_failure(
     assert "hodd" not in sizes and len(sizes) == 119
     assert any(p.path.endswith("odd-1.0-hodd.spec.manifest.json") for p in problems)
     assert PendingSizes(root, process_from=1).result() == (sizes, problems)
+
+
+def test_manifests_listed_as_links_are_checked_before_they_are_opened(
+    tmp_path: Path, specs: Path
+) -> None:
+    """A manifest the listing shows as a regular file is opened without a `stat` first;
+    a link is looked at first: one to a manifest is read, one to a device is not opened."""
+    root = tmp_path / "specs"
+    shutil.copytree(specs, root)
+    folder = next(p for p in root.iterdir() if p.is_dir())
+    manifest = next(folder.glob("*.spec.manifest.json"))
+    (folder / "linked-1.0-hlinked.spec.manifest.json").symlink_to(manifest)
+    (folder / "zero-1.0-hzero.spec.manifest.json").symlink_to("/dev/zero")
+    stock = FileStock(STOCK_KIND)
+    sizes, problems = tarball_sizes(root, stock)
+    linked = manifest.name.removesuffix(".spec.manifest.json").rsplit("-", 1)[-1]
+    assert sizes["hlinked"] == sizes[linked]
+    assert "hzero" not in sizes
+    assert any(p.path.endswith("zero-1.0-hzero.spec.manifest.json") for p in problems)
+    assert stock.digest() is None  # the device was not read: nothing stands for it
+    assert PendingSizes(root, process_from=1).result() == (sizes, problems)

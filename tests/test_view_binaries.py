@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import multiprocessing
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,23 @@ import pytest
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import StrictModeError, build_index
 from cachegql.index.ingest import tarball_sizes
-from cachegql.index.ingest.buildcache import V3_INDEX, CacheData, read_mirror
+from cachegql.index.ingest.buildcache import (
+    V3_INDEX,
+    V3_SPECS,
+    CacheData,
+    _view_blobs,
+    _view_outcomes,
+    read_mirror,
+)
 from cachegql.index.ingest.dag_nodes import Database
 from cachegql.index.ingest.identity import RecordingOpener
 from cachegql.index.ingest.limits import EXPANSION_FLOOR, SourceLimits
 from cachegql.index.ingest.locations import Location, Opener
 from cachegql.index.ingest.tables import TagTable
 from cachegql.index.ingest.tag_graph import TagGraph
+from cachegql.index.ingest.tarball_sizes import PendingSizes
+from cachegql.index.ingest.view_binaries import ViewBlob, ViewOutcome, view_outcome
+from cachegql.index.ingest.view_claims import ViewClaims
 
 
 def _views(mirror: Path) -> list[Path]:
@@ -132,6 +143,46 @@ def test_the_reader_reads_views_within_the_builds_limits(
     assert there == here
     assert view.name in here["stacks"]
     assert not [p for p in here["problems"] if p.path == str(view)]
+
+
+@pytest.mark.parametrize("which", ["intact", "damaged"])
+def test_views_shared_out_between_the_reader_and_the_build_are_each_read_once(
+    which: str, mirror: Path, damaged: Path
+) -> None:
+    """The build takes views from the last while it waits, the reader from the first.
+    Here the build takes one and waits for the reader, which takes all the others; the
+    outcomes and the reads the opener knows are those of reading every view here."""
+    root = Location(str(mirror if which == "intact" else damaged))
+    views = [v for v in _view_blobs(root, Opener()) if isinstance(v, ViewBlob)]
+    here = RecordingOpener(Opener())
+    expected = [view_outcome(view, here) for view in views]
+
+    opener = RecordingOpener(Opener())
+    pending = PendingSizes(root.join(*V3_SPECS).path, process_from=1, views=views)
+    taken: list[str] = []
+
+    def read_here(view: ViewBlob) -> ViewOutcome:
+        taken.append(view.name)
+        assert pending._receiver is not None and pending._receiver.poll(60)  # the reader is done
+        return view_outcome(view, opener)
+
+    pending.read_views_here(read_here)
+    pending.result()
+    assert taken == [views[-1].name]
+    assert list(pending.views_read_here) == [len(views) - 1]
+    assert pending.view_outcomes is not None and len(pending.view_outcomes) == len(views) - 1
+    assert _view_outcomes(views, pending, opener) == expected
+    assert (opener.digests, opener.failures) == (here.digests, here.failures)
+    if which == "damaged":
+        assert any(outcome.read_failed for outcome in pending.view_outcomes)
+
+
+def test_claims_from_both_ends_meet_once() -> None:
+    claims = ViewClaims(multiprocessing.get_context("spawn"), 5)
+    taken = [claims.first(), claims.last(), claims.last(), claims.first(), claims.first()]
+    assert taken == [0, 4, 3, 1, 2]
+    assert claims.first() is None and claims.last() is None
+    assert ViewClaims(multiprocessing.get_context("spawn"), 0).last() is None
 
 
 def test_a_view_listing_binaries_the_index_lacks_is_named_and_the_rest_kept(

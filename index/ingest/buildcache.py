@@ -161,6 +161,7 @@ def _read_v3(root: Location, opener: Opener, label: str, seen: SeenNodes | None)
             str(root), database, {label: binaries(database)}, base=str(root), layout="v3"
         )
         if sizes is not None:
+            sizes.read_views_here(lambda view: view_outcome(view, opener))
             data.sizes, problems = sizes.result()
             data.helper_rss_mb = sizes.peak_rss_mb
             opener.stocked(root.join(*V3_SPECS), sizes.stock)
@@ -200,16 +201,24 @@ def _view_blobs(root: Location, opener: Opener) -> list[ViewBlob | Problem]:
 def _view_outcomes(
     views: list[ViewBlob], sizes: PendingSizes | None, opener: Opener
 ) -> list[ViewOutcome]:
-    """Each view's outcome, in order: as the reading process sent it (its blob read
-    there is noted in `opener`), else read here."""
-    if sizes is None or sizes.view_outcomes is None:
-        return [view_outcome(view, opener) for view in views]
-    for view, outcome in zip(views, sizes.view_outcomes, strict=True):
-        if outcome.read_failed:
-            opener.read_elsewhere(view.blob, failure=outcome.problem)
+    """Each view's outcome, in order: as the build read it while it waited, as the reading
+    process sent it (its blob read there is noted in `opener`), else read now."""
+    here = {} if sizes is None else sizes.views_read_here
+    there = (None if sizes is None else sizes.view_outcomes) or []
+    outcomes = []
+    for index, view in enumerate(views):
+        if index in here:
+            outcome = here[index]
+        elif index < len(there):
+            outcome = there[index]
+            if outcome.read_failed:
+                opener.read_elsewhere(view.blob, failure=outcome.problem)
+            else:
+                opener.read_elsewhere(view.blob, sha256=view.checksum)
         else:
-            opener.read_elsewhere(view.blob, sha256=view.checksum)
-    return sizes.view_outcomes
+            outcome = view_outcome(view, opener)
+        outcomes.append(outcome)
+    return outcomes
 
 
 def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> tuple[Location, str]:

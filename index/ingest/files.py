@@ -95,11 +95,19 @@ def read_regular(path: Path | str) -> bytes:
     return read_regular_status(path)[0]
 
 
-def read_regular_status(path: Path | str) -> tuple[bytes, os.stat_result]:
+def read_regular_status(
+    path: Path | str, *, listed_regular: bool = False
+) -> tuple[bytes, os.stat_result]:
     """`read_regular`, with the status of the file read, taken before reading it: what
     stands for the file in a fingerprint (file_stock.py) is then never newer than what
-    was read."""
-    fd, status = _open_checked(path)
+    was read.
+
+    `listed_regular`: the folder's listing said the path is a regular file itself (not a
+    link); that stands for the check before opening, as a `stat` would, and is as old
+    (a spec manifest per binary: the `stat` was a third of reading one). The opened file
+    is still checked.
+    """
+    fd, status = _open_checked(path, listed_regular)
     try:
         return _read_fd(fd, status), status
     finally:
@@ -144,20 +152,27 @@ def sha256_of(data: Blob) -> str:
 
 def _read_fd(fd: int, status: os.stat_result) -> bytes:
     """The rest of an open file, `status` its status."""
-    chunks = []
-    # The size plus one, so that a file read whole takes one read and one at its end.
+    # The size plus one: a file of the size its status gives comes in one read, short by
+    # that one byte (its end); otherwise (it grew, or the system reads less at once: 2 GB)
+    # it is read on to its end.
     want = status.st_size + 1
-    while chunk := os.read(fd, want):
+    chunk = os.read(fd, want)
+    if len(chunk) == status.st_size:
+        return chunk
+    chunks = []
+    while chunk:
         chunks.append(chunk)
-        want = _CHUNK  # the file grew, or the system reads less at once (2 GB)
+        chunk = os.read(fd, _CHUNK)
     return b"".join(chunks)
 
 
-def _open_checked(path: Path | str) -> tuple[int, os.stat_result]:
-    """A blocking descriptor on the regular file `path`, and its status (see open_regular)."""
-    mode = os.stat(path).st_mode  # noqa: PTH116 (the path may be text, not to be parsed)
-    if not stat.S_ISREG(mode):
-        raise NotRegularFileError(path, mode)
+def _open_checked(path: Path | str, listed_regular: bool = False) -> tuple[int, os.stat_result]:
+    """A blocking descriptor on the regular file `path`, and its status (see open_regular);
+    `listed_regular`: see read_regular_status."""
+    if not listed_regular:
+        mode = os.stat(path).st_mode  # noqa: PTH116 (the path may be text, not to be parsed)
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(path, mode)
     fd = os.open(path, _OPEN_FLAGS)
     try:
         status = os.fstat(fd)

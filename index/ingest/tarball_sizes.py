@@ -7,7 +7,8 @@ it waiting on the disk. With many of them, a process of its own reads them while
 ingest parses the index (the other core; threads only handed the GIL over, see
 docs/benchmarks/ingest-speed.md); with few, or where no process can be started, they are
 read in this process when asked for. That process also reads the views' blobs
-(view_binaries.py): it has the other core to itself once the manifests are read.
+(view_binaries.py) once the manifests are read, sharing them with the build, which
+reads them from the last once its parse is done (view_claims.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from cachegql.index.ingest.view_binaries import (
     unpack,
     view_outcome,
 )
+from cachegql.index.ingest.view_claims import ViewClaims
 from cachegql.index.records import Problem
 
 __all__ = [
@@ -60,7 +62,8 @@ Sizes = tuple[dict[str, int], list[Problem]]
 # What the reading process sends back: the hashes as one text, separated by "/" (which no
 # file name holds), their sizes in a typed array, the problems (then, apart, its peak RSS
 # in MB). A million sizes so packed are some 40 MB to hold and pickle, against 150 MB as
-# a dict. Then the outcome of each view it was given, and the manifests' `FileStock` digest.
+# a dict. Then the outcome of each view it took (the first ones: `ViewClaims`), and the
+# manifests' `FileStock` digest.
 _Packed = tuple[bytes, "array[int]", list[Problem], list[PackedOutcome], str | None]
 _KB_PER_MB = 1024
 
@@ -68,9 +71,11 @@ _KB_PER_MB = 1024
 class PendingSizes:
     """The sizes of a folder's spec manifests, being read; `result()` waits for them.
 
-    When a process reads them, it also reads the `views` it is given, within `limits`:
-    their outcomes are in `view_outcomes` once the sizes are in (else it stays None, and
-    the views are the build's to read).
+    When a process reads them, it also reads the `views` it is given, within `limits`,
+    from the first, while the build may take them from the last (`read_views_here`). Once
+    the sizes are in, `view_outcomes` holds the outcomes of the views the process read (the
+    first ones; None when no process ran or it failed) and `views_read_here` those the
+    build read, by position: the rest are the build's to read.
     """
 
     def __init__(
@@ -85,6 +90,8 @@ class PendingSizes:
         self._limits = limits or SourceLimits()
         self._process: BaseProcess | None = None
         self._receiver: Connection | None = None
+        self._claims: ViewClaims | None = None
+        self.views_read_here: dict[int, ViewOutcome] = {}
         self.peak_rss_mb = 0
         """The reading process's own peak memory, once its sizes are in (0: none ran)."""
         self.view_outcomes: list[ViewOutcome] | None = None
@@ -97,21 +104,28 @@ class PendingSizes:
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")
         receiver, sender = context.Pipe(duplex=False)
-        # A daemon: it ends with the build, whichever way the build ends. It lists the
-        # folder again rather than be sent a million paths (and hold them).
-        process = context.Process(
-            target=_send_sizes,
-            args=(str(self._specs), sender, os.getpid(), self._views, self._limits),
-            daemon=True,
-        )
         try:
+            claims = ViewClaims(context, len(self._views))
+            # A daemon: it ends with the build, whichever way the build ends. It lists the
+            # folder again rather than be sent a million paths (and hold them).
+            process = context.Process(
+                target=_send_sizes,
+                args=(str(self._specs), sender, os.getpid(), self._views, self._limits, claims),
+                daemon=True,
+            )
             process.start()
         except Exception:  # no process here, whatever the reason (a daemon's): read them here
             receiver.close()
             return
         finally:
             sender.close()
-        self._process, self._receiver = process, receiver
+        self._process, self._receiver, self._claims = process, receiver, claims
+
+    def read_views_here(self, read: Callable[[ViewBlob], ViewOutcome]) -> None:
+        """Read with `read`, in this process, the views the reading process has not taken,
+        from the last (into `views_read_here`); nothing when no process runs."""
+        while self._claims is not None and (index := self._claims.last()) is not None:
+            self.views_read_here[index] = read(self._views[index])
 
     def result(self) -> Sizes:
         """The sizes by spec hash, and a problem per manifest without one."""
@@ -123,6 +137,8 @@ class PendingSizes:
                 with contextlib.suppress(EOFError, OSError):  # the sizes are in all the same
                     self.peak_rss_mb = self._receiver.recv()
                 self.view_outcomes = [unpack(outcome) for outcome in outcomes]
+                if len(self.view_outcomes) + len(self.views_read_here) != len(self._views):
+                    raise RuntimeError("views read by neither process, or by both")
                 return dict(zip(names, sizes, strict=True)), problems
             except (EOFError, OSError):  # the process ended without them: read them here
                 pass
@@ -151,7 +167,7 @@ def tarball_sizes(specs: Path, stock: FileStock | None = None) -> Sizes:
     """The sizes of a folder's spec manifests, read in this process (each fed to
     `stock` as it was read)."""
     unlisted: list[Problem] = []
-    sizes, problems = read_sizes(_each_manifest(specs, unlisted), stock)
+    sizes, problems = read_sizes(_listed_manifests(specs, unlisted), stock)
     if unlisted and stock is not None:  # a folder not read: nothing stands for its files
         stock.unread()
     return sizes, unlisted + problems
@@ -161,34 +177,39 @@ def manifest_paths(specs: Path | str) -> Iterator[str]:
     """The spec manifests under `specs` (`*/*.spec.manifest.json`), sorted as paths sort
     (folder, then file name), as they are listed: by name, as Path objects took seconds
     at a million. A folder that cannot be listed is passed over, as `Path.glob` does."""
-    return _each_manifest(specs)
+    return (path for path, _ in _listed_manifests(specs))
 
 
 def _holds_at_least(specs: Path, count: int) -> bool:
     """Whether `specs` holds `count` manifests or more: counted only that far, so that
     the build does not list (and hold) a million paths to learn it."""
-    for seen, _ in enumerate(_each_manifest(specs), start=1):
+    for seen, _ in enumerate(_listed_manifests(specs), start=1):
         if seen >= count:
             return True
     return count <= 0
 
 
-def _each_manifest(specs: Path | str, unlisted: list[Problem] | None = None) -> Iterator[str]:
-    """The manifests' paths in order; a folder that cannot be listed goes into
-    `unlisted` (a problem: its binaries' sizes are unknown), the rest are still read."""
-    folders = _names(str(specs), _is_folder, unlisted)
-    for name in folders or ():
-        folder = f"{specs}/{name}"
-        files = _names(folder, _is_manifest, unlisted)
-        yield from (f"{folder}/{file}" for file in files or ())
+def _listed_manifests(
+    specs: Path | str, unlisted: list[Problem] | None = None
+) -> Iterator[tuple[str, bool]]:
+    """The manifests' paths in order, each with whether the listing shows it a regular
+    file itself, not a link (`read_regular_status`'s `listed_regular`); a folder that
+    cannot be listed goes into `unlisted` (a problem: its binaries' sizes are unknown),
+    the rest are still read."""
+    folders = _entries(str(specs), _is_folder, unlisted)
+    for folder_entry in folders or ():
+        folder = f"{specs}/{folder_entry.name}"
+        files = _entries(folder, _is_manifest, unlisted)
+        yield from ((f"{folder}/{file.name}", _is_regular(file)) for file in files or ())
 
 
-def _names(
+def _entries(
     folder: str, wanted: Callable[[os.DirEntry[str]], bool], unlisted: list[Problem] | None
-) -> list[str] | None:
+) -> list[os.DirEntry[str]] | None:
+    """The entries of `folder` that are `wanted`, sorted by name."""
     try:
         with os.scandir(folder) as entries:
-            return sorted(entry.name for entry in entries if wanted(entry))
+            return sorted((entry for entry in entries if wanted(entry)), key=_name)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
@@ -208,13 +229,27 @@ def _is_manifest(entry: os.DirEntry[str]) -> bool:
     return entry.name.endswith(MANIFEST_SUFFIX)
 
 
-def read_sizes(paths: Iterable[str], stock: FileStock | None = None) -> Sizes:
+def _is_regular(entry: os.DirEntry[str]) -> bool:
+    """Whether the listing shows a regular file, not a link (the file system's entry type:
+    no system call where it gives one)."""
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:  # not known: the read checks it before opening
+        return False
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def read_sizes(paths: Iterable[tuple[str, bool]], stock: FileStock | None = None) -> Sizes:
     """Tarball sizes by spec hash (the last part of a manifest's name), and a problem for
-    each manifest without one; each manifest fed to `stock` as it was read."""
+    each manifest without one; each manifest fed to `stock` as it was read. `paths` are
+    as `_listed_manifests` gives them."""
     sizes: dict[str, int] = {}
     problems: list[Problem] = []
-    for path in paths:
-        size, status = _tarball_size(path)
+    for path, listed_regular in paths:
+        size, status = _tarball_size(path, listed_regular)
         if stock is not None:
             stock.add_read(path, status)
         if size is None:
@@ -230,19 +265,21 @@ def _send_sizes(
     build: int,
     views: Sequence[ViewBlob] = (),
     limits: SourceLimits | None = None,
+    claims: ViewClaims | None = None,
 ) -> None:
-    """In the reading process: the sizes, packed, and the views' outcomes, then its peak
-    memory. Ctrl-C is the build's to handle (it ends this process); if the build
-    (`build`, its pid) is gone, killed, stop."""
+    """In the reading process: the sizes, packed, and the outcomes of the views it takes
+    (by `claims`, from the first; all of them without), then its peak memory. Ctrl-C is
+    the build's to handle (it ends this process); if the build (`build`, its pid) is gone,
+    killed, stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     hashes, sizes = bytearray(), array("q")
     unlisted: list[Problem] = []
     problems: list[Problem] = []
     stock = FileStock(STOCK_KIND)
-    for count, path in enumerate(_each_manifest(specs, unlisted)):
+    for count, (path, listed_regular) in enumerate(_listed_manifests(specs, unlisted)):
         if count % _CHECK_EVERY == 0 and os.getppid() != build:
             return
-        size, status = _tarball_size(path)
+        size, status = _tarball_size(path, listed_regular)
         stock.add_read(path, status)
         if size is None:
             problems.append(Problem(path, _NO_SIZE))
@@ -253,10 +290,11 @@ def _send_sizes(
         stock.unread()
     opener = Opener(limits=limits)
     outcomes = []
-    for view in views:
+    taken = iter(range(len(views))) if claims is None else iter(claims.first, None)
+    for index in taken:
         if os.getppid() != build:
             return
-        outcomes.append(pack(view_outcome(view, opener)))
+        outcomes.append(pack(view_outcome(views[index], opener)))
     packed: _Packed = (bytes(hashes[:-1]), sizes, unlisted + problems, outcomes, stock.digest())
     payload = pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
     try:
@@ -289,11 +327,13 @@ def _hash_of(path: str) -> str:
     return path.rsplit("/", 1)[-1].removesuffix(MANIFEST_SUFFIX).rsplit("-", 1)[-1]
 
 
-def _tarball_size(path: str) -> tuple[int | None, os.stat_result | None]:
+def _tarball_size(
+    path: str, listed_regular: bool = False
+) -> tuple[int | None, os.stat_result | None]:
     """The tarball size a manifest gives (None: none), and the status of the file as it
     was read (None: it could not be)."""
     try:
-        data, status = read_regular_status(path)
+        data, status = read_regular_status(path, listed_regular=listed_regular)
     except OSError:
         return None, None
     try:
