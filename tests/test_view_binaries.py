@@ -23,7 +23,6 @@ from cachegql.index.ingest.buildcache import (
     V3_SPECS,
     CacheData,
     _view_blobs,
-    _view_outcomes,
     read_mirror,
 )
 from cachegql.index.ingest.dag_nodes import Database
@@ -171,7 +170,7 @@ def test_views_shared_out_between_the_reader_and_the_build_are_each_read_once(
     assert taken == [views[-1].name]
     assert list(pending.views_read_here) == [len(views) - 1]
     assert pending.view_outcomes is not None and len(pending.view_outcomes) == len(views) - 1
-    assert _view_outcomes(views, pending, opener) == expected
+    assert pending.view_outcomes_read(opener) == expected
     assert (opener.digests, opener.failures) == (here.digests, here.failures)
     if which == "damaged":
         assert any(outcome.read_failed for outcome in pending.view_outcomes)

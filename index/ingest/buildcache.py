@@ -41,7 +41,6 @@ from cachegql.index.ingest.spackdb import (
 from cachegql.index.ingest.tarball_sizes import PendingSizes
 from cachegql.index.ingest.view_binaries import (
     ViewBlob,
-    ViewOutcome,
     held_binaries,
     view_outcome,
 )
@@ -165,7 +164,7 @@ def _read_v3(root: Location, opener: Opener, label: str, seen: SeenNodes | None)
             data.sizes, problems = sizes.result()
             data.helper_rss_mb = sizes.peak_rss_mb
             opener.stocked(root.join(*V3_SPECS), sizes.stock)
-        outcomes = iter(_view_outcomes(readable, sizes, opener))
+        outcomes = iter(() if sizes is None else sizes.view_outcomes_read(opener))
         for view in views:
             if isinstance(view, Problem):
                 data.problems.append(view)
@@ -196,29 +195,6 @@ def _view_blobs(root: Location, opener: Opener) -> list[ViewBlob | Problem]:
         else:
             views.append(ViewBlob(name, str(folder), blob, checksum))
     return views
-
-
-def _view_outcomes(
-    views: list[ViewBlob], sizes: PendingSizes | None, opener: Opener
-) -> list[ViewOutcome]:
-    """Each view's outcome, in order: as the build read it while it waited, as the reading
-    process sent it (its blob read there is noted in `opener`), else read now."""
-    here = {} if sizes is None else sizes.views_read_here
-    there = (None if sizes is None else sizes.view_outcomes) or []
-    outcomes = []
-    for index, view in enumerate(views):
-        if index in here:
-            outcome = here[index]
-        elif index < len(there):
-            outcome = there[index]
-            if outcome.read_failed:
-                opener.read_elsewhere(view.blob, failure=outcome.problem)
-            else:
-                opener.read_elsewhere(view.blob, sha256=view.checksum)
-        else:
-            outcome = view_outcome(view, opener)
-        outcomes.append(outcome)
-    return outcomes
 
 
 def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> tuple[Location, str]:

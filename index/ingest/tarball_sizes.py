@@ -149,6 +149,26 @@ class PendingSizes:
         self.stock = stock.digest()
         return found
 
+    def view_outcomes_read(self, opener: Opener) -> list[ViewOutcome]:
+        """Each view's outcome, in order, once the sizes are in: as this process read it
+        while it waited, as the reading process sent it (its blob read there is noted in
+        `opener`), else read now, through `opener`."""
+        there = self.view_outcomes or []
+        outcomes = []
+        for index, view in enumerate(self._views):
+            if index in self.views_read_here:
+                outcome = self.views_read_here[index]
+            elif index < len(there):
+                outcome = there[index]
+                if outcome.read_failed:
+                    opener.read_elsewhere(view.blob, failure=outcome.problem)
+                else:
+                    opener.read_elsewhere(view.blob, sha256=view.checksum)
+            else:
+                outcome = view_outcome(view, opener)
+            outcomes.append(outcome)
+        return outcomes
+
     def cancel(self) -> None:
         """Stop reading (the build stops, or the sizes are in)."""
         if self._process is not None:
