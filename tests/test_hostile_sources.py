@@ -456,6 +456,16 @@ def test_a_pipe_listed_as_a_regular_file_is_refused_once_open(tmp_path: Path) ->
         read_regular_status(tmp_path / "pipe", listed_regular=True)
 
 
+def test_a_file_listed_as_regular_is_not_followed_if_a_link_since(tmp_path: Path) -> None:
+    """A link swapped in for a file its folder listed as regular fails to open: the
+    look before opening, which would have seen a device behind it, was skipped."""
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
+        read_regular_status(tmp_path / "zero", listed_regular=True)
+    with pytest.raises(NotRegularFileError, match="a character device"):
+        read_regular_status(tmp_path / "zero")
+
+
 def test_a_file_longer_than_its_status_says_is_read_whole(tmp_path: Path) -> None:
     """One read of the size the status gives (plus one) is the whole file only when it
     brings exactly that size: /proc files say 0 and hold more."""

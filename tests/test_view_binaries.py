@@ -9,7 +9,10 @@ import gzip
 import hashlib
 import json
 import multiprocessing
+import os
 import shutil
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +147,13 @@ def test_the_reader_reads_views_within_the_builds_limits(
     assert not [p for p in here["problems"] if p.path == str(view)]
 
 
+def _shared(root: Location) -> tuple[list[ViewBlob], list[ViewOutcome], RecordingOpener]:
+    """A mirror's readable views, their outcomes read here, and the opener that read them."""
+    views = [v for v in _view_blobs(root, Opener()) if isinstance(v, ViewBlob)]
+    here = RecordingOpener(Opener())
+    return views, [view_outcome(view, here) for view in views], here
+
+
 @pytest.mark.parametrize("which", ["intact", "damaged"])
 def test_views_shared_out_between_the_reader_and_the_build_are_each_read_once(
     which: str, mirror: Path, damaged: Path
@@ -152,10 +162,7 @@ def test_views_shared_out_between_the_reader_and_the_build_are_each_read_once(
     Here the build takes one and waits for the reader, which takes all the others; the
     outcomes and the reads the opener knows are those of reading every view here."""
     root = Location(str(mirror if which == "intact" else damaged))
-    views = [v for v in _view_blobs(root, Opener()) if isinstance(v, ViewBlob)]
-    here = RecordingOpener(Opener())
-    expected = [view_outcome(view, here) for view in views]
-
+    views, expected, here = _shared(root)
     opener = RecordingOpener(Opener())
     pending = PendingSizes(root.join(*V3_SPECS).path, process_from=1, views=views)
     taken: list[str] = []
@@ -165,8 +172,11 @@ def test_views_shared_out_between_the_reader_and_the_build_are_each_read_once(
         assert pending._receiver is not None and pending._receiver.poll(60)  # the reader is done
         return view_outcome(view, opener)
 
-    pending.read_views_here(read_here)
-    pending.result()
+    try:
+        pending.read_views_here(read_here)
+        pending.result()
+    finally:
+        pending.cancel()
     assert taken == [views[-1].name]
     assert list(pending.views_read_here) == [len(views) - 1]
     assert pending.view_outcomes is not None and len(pending.view_outcomes) == len(views) - 1
@@ -176,12 +186,62 @@ def test_views_shared_out_between_the_reader_and_the_build_are_each_read_once(
         assert any(outcome.read_failed for outcome in pending.view_outcomes)
 
 
+def test_views_left_when_the_reader_dies_are_read_by_the_build(damaged: Path) -> None:
+    """The build took one view, then the reader was killed: the build reads the sizes and
+    every other view itself, as if no reader had run."""
+    root = Location(str(damaged))
+    views, expected, here = _shared(root)
+    opener = RecordingOpener(Opener())
+    pending = PendingSizes(root.join(*V3_SPECS).path, process_from=1, views=views)
+    process = pending._process
+    assert process is not None and process.pid is not None
+    pid = process.pid
+    taken: list[str] = []
+
+    def read_then_kill(view: ViewBlob) -> ViewOutcome:
+        if not taken:
+            os.kill(pid, signal.SIGKILL)
+            process.join(30)
+        taken.append(view.name)
+        return view_outcome(view, opener)
+
+    try:
+        pending.read_views_here(read_then_kill)
+        sizes = pending.result()
+    finally:
+        pending.cancel()
+    assert taken[0] == views[-1].name and pending.view_outcomes is None
+    assert pending.view_outcomes_read(opener) == expected
+    assert (opener.digests, opener.failures) == (here.digests, here.failures)
+    assert sizes == tarball_sizes.tarball_sizes(root.join(*V3_SPECS).path)
+
+
 def test_claims_from_both_ends_meet_once() -> None:
     claims = ViewClaims(multiprocessing.get_context("spawn"), 5)
-    taken = [claims.first(), claims.last(), claims.last(), claims.first(), claims.first()]
+    alive = lambda: True  # noqa: E731
+    taken = [claims.first(alive), claims.last(alive), claims.last(alive)]
+    taken += [claims.first(alive), claims.first(alive)]
     assert taken == [0, 4, 3, 1, 2]
-    assert claims.first() is None and claims.last() is None
-    assert ViewClaims(multiprocessing.get_context("spawn"), 0).last() is None
+    assert claims.first(alive) is None and claims.last(alive) is None
+    assert ViewClaims(multiprocessing.get_context("spawn"), 0).last(alive) is None
+
+
+def test_a_claim_gives_up_when_the_other_process_died_holding_the_lock() -> None:
+    """A process killed while it held the lock never gives it back: the other waits only
+    as long as the other lives, not forever."""
+    context = multiprocessing.get_context("spawn")
+    claims = ViewClaims(context, 3)
+    lock = claims._bounds.get_lock()
+    holder = threading.Thread(target=lock.acquire)  # holds it, as a process that died would
+    holder.start()
+    holder.join()
+    asked: list[bool] = []
+
+    def gone() -> bool:
+        asked.append(False)
+        return False
+
+    assert claims.last(gone) is None and asked == [False]
 
 
 def test_a_view_listing_binaries_the_index_lacks_is_named_and_the_rest_kept(

@@ -4,8 +4,10 @@ A source folder may hold anything: a named pipe blocks `open()` until some write
 (forever), a link to /dev/zero reads without end, a huge file costs its size in memory.
 So every local read goes through `open_regular`: it refuses anything but a regular
 file before opening it, opens without blocking and checks again on the opened file
-(the path may have changed in between). What is refused is named in words a user
-understands ("a named pipe (FIFO)"), for the problem line.
+(the path may have changed in between). A file that a folder's listing shows as regular
+(`listed_regular`) is opened without the look before, and without following links.
+What is refused is named in words a user understands ("a named pipe (FIFO)"), for the
+problem line.
 """
 
 from __future__ import annotations
@@ -103,9 +105,10 @@ def read_regular_status(
     was read.
 
     `listed_regular`: the folder's listing said the path is a regular file itself (not a
-    link); that stands for the check before opening, as a `stat` would, and is as old
-    (a spec manifest per binary: the `stat` was a third of reading one). The opened file
-    is still checked.
+    link). That stands for the look before opening (a spec manifest per binary: the
+    `stat` was a third of reading one), and the path is opened without following a link
+    (a link swapped in since the listing fails to open); the opened file is still checked.
+    A device mounted over a listed file (which takes privileges) would be opened.
     """
     fd, status = _open_checked(path, listed_regular)
     try:
@@ -169,11 +172,14 @@ def _read_fd(fd: int, status: os.stat_result) -> bytes:
 def _open_checked(path: Path | str, listed_regular: bool = False) -> tuple[int, os.stat_result]:
     """A blocking descriptor on the regular file `path`, and its status (see open_regular);
     `listed_regular`: see read_regular_status."""
-    if not listed_regular:
+    flags = _OPEN_FLAGS
+    if listed_regular:
+        flags |= os.O_NOFOLLOW
+    else:
         mode = os.stat(path).st_mode  # noqa: PTH116 (the path may be text, not to be parsed)
         if not stat.S_ISREG(mode):
             raise NotRegularFileError(path, mode)
-    fd = os.open(path, _OPEN_FLAGS)
+    fd = os.open(path, flags)
     try:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):

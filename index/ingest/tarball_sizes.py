@@ -48,7 +48,6 @@ __all__ = [
     "STOCK_KIND",
     "PendingSizes",
     "manifest_paths",
-    "read_sizes",
     "tarball_sizes",
 ]
 
@@ -105,7 +104,10 @@ class PendingSizes:
         context = multiprocessing.get_context("spawn")
         receiver, sender = context.Pipe(duplex=False)
         try:
-            claims = ViewClaims(context, len(self._views))
+            claims: ViewClaims | None = ViewClaims(context, len(self._views))
+        except Exception:  # no shared memory here (a semaphore's): the reader reads every view
+            claims = None
+        try:
             # A daemon: it ends with the build, whichever way the build ends. It lists the
             # folder again rather than be sent a million paths (and hold them).
             process = context.Process(
@@ -124,7 +126,10 @@ class PendingSizes:
     def read_views_here(self, read: Callable[[ViewBlob], ViewOutcome]) -> None:
         """Read with `read`, in this process, the views the reading process has not taken,
         from the last (into `views_read_here`); nothing when no process runs."""
-        while self._claims is not None and (index := self._claims.last()) is not None:
+        if self._claims is None or self._process is None:
+            return
+        alive = self._process.is_alive
+        while (index := self._claims.last(alive)) is not None:
             self.views_read_here[index] = read(self._views[index])
 
     def result(self) -> Sizes:
@@ -187,7 +192,7 @@ def tarball_sizes(specs: Path, stock: FileStock | None = None) -> Sizes:
     """The sizes of a folder's spec manifests, read in this process (each fed to
     `stock` as it was read)."""
     unlisted: list[Problem] = []
-    sizes, problems = read_sizes(_listed_manifests(specs, unlisted), stock)
+    sizes, problems = _read_sizes(_listed_manifests(specs, unlisted), stock)
     if unlisted and stock is not None:  # a folder not read: nothing stands for its files
         stock.unread()
     return sizes, unlisted + problems
@@ -211,16 +216,15 @@ def _holds_at_least(specs: Path, count: int) -> bool:
 
 def _listed_manifests(
     specs: Path | str, unlisted: list[Problem] | None = None
-) -> Iterator[tuple[str, bool]]:
-    """The manifests' paths in order, each with whether the listing shows it a regular
-    file itself, not a link (`read_regular_status`'s `listed_regular`); a folder that
-    cannot be listed goes into `unlisted` (a problem: its binaries' sizes are unknown),
-    the rest are still read."""
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """The manifests' paths in order, each with its entry in the listing (`_is_regular`);
+    a folder that cannot be listed goes into `unlisted` (a problem: its binaries' sizes
+    are unknown), the rest are still read."""
     folders = _entries(str(specs), _is_folder, unlisted)
     for folder_entry in folders or ():
         folder = f"{specs}/{folder_entry.name}"
         files = _entries(folder, _is_manifest, unlisted)
-        yield from ((f"{folder}/{file.name}", _is_regular(file)) for file in files or ())
+        yield from ((f"{folder}/{file.name}", file) for file in files or ())
 
 
 def _entries(
@@ -251,7 +255,7 @@ def _is_manifest(entry: os.DirEntry[str]) -> bool:
 
 def _is_regular(entry: os.DirEntry[str]) -> bool:
     """Whether the listing shows a regular file, not a link (the file system's entry type:
-    no system call where it gives one)."""
+    no system call where it gives one): `read_regular_status`'s `listed_regular`."""
     try:
         return entry.is_file(follow_symlinks=False)
     except OSError:  # not known: the read checks it before opening
@@ -262,14 +266,16 @@ def _name(entry: os.DirEntry[str]) -> str:
     return entry.name
 
 
-def read_sizes(paths: Iterable[tuple[str, bool]], stock: FileStock | None = None) -> Sizes:
+def _read_sizes(
+    manifests: Iterable[tuple[str, os.DirEntry[str]]], stock: FileStock | None = None
+) -> Sizes:
     """Tarball sizes by spec hash (the last part of a manifest's name), and a problem for
-    each manifest without one; each manifest fed to `stock` as it was read. `paths` are
+    each manifest without one; each manifest fed to `stock` as it was read. `manifests`
     as `_listed_manifests` gives them."""
     sizes: dict[str, int] = {}
     problems: list[Problem] = []
-    for path, listed_regular in paths:
-        size, status = _tarball_size(path, listed_regular)
+    for path, entry in manifests:
+        size, status = _tarball_size(path, _is_regular(entry))
         if stock is not None:
             stock.add_read(path, status)
         if size is None:
@@ -296,10 +302,10 @@ def _send_sizes(
     unlisted: list[Problem] = []
     problems: list[Problem] = []
     stock = FileStock(STOCK_KIND)
-    for count, (path, listed_regular) in enumerate(_listed_manifests(specs, unlisted)):
+    for count, (path, entry) in enumerate(_listed_manifests(specs, unlisted)):
         if count % _CHECK_EVERY == 0 and os.getppid() != build:
             return
-        size, status = _tarball_size(path, listed_regular)
+        size, status = _tarball_size(path, _is_regular(entry))
         stock.add_read(path, status)
         if size is None:
             problems.append(Problem(path, _NO_SIZE))
@@ -310,7 +316,13 @@ def _send_sizes(
         stock.unread()
     opener = Opener(limits=limits)
     outcomes = []
-    taken = iter(range(len(views))) if claims is None else iter(claims.first, None)
+
+    def build_alive() -> bool:
+        return os.getppid() == build
+
+    taken = (
+        iter(range(len(views))) if claims is None else iter(lambda: claims.first(build_alive), None)
+    )
     for index in taken:
         if os.getppid() != build:
             return
