@@ -8,6 +8,7 @@ or swapping the machine; peak memory is that process's own (`wait4`).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -460,8 +461,9 @@ def test_a_file_listed_as_regular_is_not_followed_if_a_link_since(tmp_path: Path
     """A link swapped in for a file its folder listed as regular fails to open: the
     look before opening, which would have seen a device behind it, was skipped."""
     (tmp_path / "zero").symlink_to("/dev/zero")
-    with pytest.raises(OSError, match="Too many levels of symbolic links"):
+    with pytest.raises(OSError) as refused:
         read_regular_status(tmp_path / "zero", listed_regular=True)
+    assert refused.value.errno == errno.ELOOP
     with pytest.raises(NotRegularFileError, match="a character device"):
         read_regular_status(tmp_path / "zero")
 

@@ -5,6 +5,7 @@ without a fingerprint either way)."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -13,6 +14,7 @@ import os
 import shutil
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -187,21 +189,23 @@ def test_views_shared_out_between_the_reader_and_the_build_are_each_read_once(
 
 
 def test_views_left_when_the_reader_dies_are_read_by_the_build(damaged: Path) -> None:
-    """The build took one view, then the reader was killed: the build reads the sizes and
-    every other view itself, as if no reader had run."""
+    """The build took one view, then the reader was killed: the build takes every view
+    the reader had not, and reads the sizes itself, as if no reader had run."""
     root = Location(str(damaged))
     views, expected, here = _shared(root)
     opener = RecordingOpener(Opener())
     pending = PendingSizes(root.join(*V3_SPECS).path, process_from=1, views=views)
-    process = pending._process
-    assert process is not None and process.pid is not None
+    process, claims = pending._process, pending._claims
+    assert process is not None and process.pid is not None and claims is not None
     pid = process.pid
     taken: list[str] = []
+    reader_took: list[int] = []
 
     def read_then_kill(view: ViewBlob) -> ViewOutcome:
         if not taken:
             os.kill(pid, signal.SIGKILL)
             process.join(30)
+            reader_took.append(int(claims._bounds[0]))
         taken.append(view.name)
         return view_outcome(view, opener)
 
@@ -211,9 +215,69 @@ def test_views_left_when_the_reader_dies_are_read_by_the_build(damaged: Path) ->
     finally:
         pending.cancel()
     assert taken[0] == views[-1].name and pending.view_outcomes is None
+    assert sorted(pending.views_read_here) == list(range(reader_took[0], len(views)))
     assert pending.view_outcomes_read(opener) == expected
     assert (opener.digests, opener.failures) == (here.digests, here.failures)
     assert sizes == tarball_sizes.tarball_sizes(root.join(*V3_SPECS).path)
+
+
+def test_a_reader_killed_holding_the_claims_is_given_up_on(damaged: Path) -> None:
+    """The lock the claims share, held when the reader is killed: the build waits on it
+    only while the reader lives, then reads the sizes and every view itself."""
+    root = Location(str(damaged))
+    views, expected, here = _shared(root)
+    opener = RecordingOpener(Opener())
+    pending = PendingSizes(root.join(*V3_SPECS).path, process_from=1, views=views)
+    assert pending._process is not None and pending._process.pid is not None
+    assert pending._claims is not None
+    os.kill(pending._process.pid, signal.SIGKILL)
+    try:
+        with _held(pending._claims):  # as by the reader, killed holding it
+            _within(10, lambda: pending.read_views_here(lambda view: view_outcome(view, opener)))
+        assert pending.views_read_here == {}
+        sizes = pending.result()
+    finally:
+        pending.cancel()
+    assert pending.view_outcomes is None
+    assert pending.view_outcomes_read(opener) == expected
+    assert (opener.digests, opener.failures) == (here.digests, here.failures)
+    assert sizes == tarball_sizes.tarball_sizes(root.join(*V3_SPECS).path)
+
+
+def test_without_shared_memory_the_reader_reads_every_view(
+    mirror: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claims need a semaphore; where none can be made the reader still runs, as before
+    views were shared, and reads them all."""
+
+    def no_semaphores(*args: object) -> ViewClaims:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(tarball_sizes, "ViewClaims", no_semaphores)
+    root = Location(str(mirror))
+    views, expected, _ = _shared(root)
+    opener = RecordingOpener(Opener())
+    pending = PendingSizes(root.join(*V3_SPECS).path, process_from=1, views=views)
+    try:
+        assert pending._process is not None and pending._claims is None
+        pending.read_views_here(lambda view: view_outcome(view, opener))
+        pending.result()
+    finally:
+        pending.cancel()
+    assert pending.views_read_here == {} and pending.view_outcomes == expected
+    assert pending.peak_rss_mb > 0
+
+
+def _within(seconds: float, call: Callable[[], object]) -> None:
+    """Run `call`, failing (not hanging) if it has not returned within `seconds`."""
+    done = threading.Event()
+
+    def run() -> None:
+        call()
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(seconds), f"still waiting after {seconds} s"
 
 
 def test_claims_from_both_ends_meet_once() -> None:
@@ -229,19 +293,39 @@ def test_claims_from_both_ends_meet_once() -> None:
 def test_a_claim_gives_up_when_the_other_process_died_holding_the_lock() -> None:
     """A process killed while it held the lock never gives it back: the other waits only
     as long as the other lives, not forever."""
-    context = multiprocessing.get_context("spawn")
-    claims = ViewClaims(context, 3)
-    lock = claims._bounds.get_lock()
-    holder = threading.Thread(target=lock.acquire)  # holds it, as a process that died would
-    holder.start()
-    holder.join()
-    asked: list[bool] = []
+    claims = ViewClaims(multiprocessing.get_context("spawn"), 3)
+    asked: list[int | None] = []
 
     def gone() -> bool:
-        asked.append(False)
         return False
 
-    assert claims.last(gone) is None and asked == [False]
+    with _held(claims):
+        _within(10, lambda: asked.append(claims.last(gone)))
+    assert asked == [None]
+    assert claims.last(gone) == 2  # given back: taken at once
+
+
+@contextlib.contextmanager
+def _held(claims: ViewClaims) -> Iterator[None]:
+    """The claims' lock held by a thread of its own (a lock's owner is a thread: one
+    that ended could be taken for the next with its number), given back on leaving."""
+    taken, leave = threading.Event(), threading.Event()
+    lock = claims._bounds.get_lock()
+
+    def hold() -> None:
+        lock.acquire()
+        taken.set()
+        leave.wait(60)
+        lock.release()
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert taken.wait(10)
+    try:
+        yield
+    finally:
+        leave.set()
+        holder.join(10)
 
 
 def test_a_view_listing_binaries_the_index_lacks_is_named_and_the_rest_kept(

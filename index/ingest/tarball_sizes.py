@@ -327,6 +327,8 @@ def _send_sizes(
         if os.getppid() != build:
             return
         outcomes.append(pack(view_outcome(views[index], opener)))
+    if os.getppid() != build:  # a claim gave up: the build is gone
+        return
     packed: _Packed = (bytes(hashes[:-1]), sizes, unlisted + problems, outcomes, stock.digest())
     payload = pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
     try:
