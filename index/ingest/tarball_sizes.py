@@ -298,12 +298,16 @@ def _send_sizes(
     the build's to handle (it ends this process); if the build (`build`, its pid) is gone,
     killed, stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def build_alive() -> bool:
+        return os.getppid() == build
+
     hashes, sizes = bytearray(), array("q")
     unlisted: list[Problem] = []
     problems: list[Problem] = []
     stock = FileStock(STOCK_KIND)
     for count, (path, entry) in enumerate(_listed_manifests(specs, unlisted)):
-        if count % _CHECK_EVERY == 0 and os.getppid() != build:
+        if count % _CHECK_EVERY == 0 and not build_alive():
             return
         size, status = _tarball_size(path, _is_regular(entry))
         stock.add_read(path, status)
@@ -316,18 +320,14 @@ def _send_sizes(
         stock.unread()
     opener = Opener(limits=limits)
     outcomes = []
-
-    def build_alive() -> bool:
-        return os.getppid() == build
-
     taken = (
         iter(range(len(views))) if claims is None else iter(lambda: claims.first(build_alive), None)
     )
     for index in taken:
-        if os.getppid() != build:
+        if not build_alive():
             return
         outcomes.append(pack(view_outcome(views[index], opener)))
-    if os.getppid() != build:  # a claim gave up: the build is gone
+    if not build_alive():  # a claim gave up: the build is gone
         return
     packed: _Packed = (bytes(hashes[:-1]), sizes, unlisted + problems, outcomes, stock.digest())
     payload = pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)

@@ -29,13 +29,13 @@ class ViewClaims:
 
     def first(self, other_alive: Callable[[], bool]) -> int | None:
         """The lowest view not taken, now taken (None: none left)."""
-        return self._take(0, other_alive)
+        return self._take(True, other_alive)
 
     def last(self, other_alive: Callable[[], bool]) -> int | None:
         """The highest view not taken, now taken (None: none left)."""
-        return self._take(1, other_alive)
+        return self._take(False, other_alive)
 
-    def _take(self, end: int, other_alive: Callable[[], bool]) -> int | None:
+    def _take(self, from_first: bool, other_alive: Callable[[], bool]) -> int | None:
         lock = self._bounds.get_lock()
         while not lock.acquire(timeout=_LOCK_SECONDS):
             if not other_alive():
@@ -44,7 +44,7 @@ class ViewClaims:
             first, stop = int(self._bounds[0]), int(self._bounds[1])
             if first >= stop:
                 return None
-            if end == 0:
+            if from_first:
                 self._bounds[0] = first + 1
                 return first
             self._bounds[1] = stop - 1
