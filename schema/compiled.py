@@ -46,7 +46,7 @@ from graphql.execution.values import VariableValues
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 
 from cachegql.schema.field_reads import Arguments, Reader, Resolve, Run, field_resolver
-from cachegql.schema.leaf_columns import ColumnSerializer, column_serializer
+from cachegql.schema.leaf_columns import ColumnSerializer, column_serializer, value_serializer
 from cachegql.schema.readers import many_reader
 from cachegql.schema.selections import UncoveredError, collect_fields
 
@@ -211,7 +211,7 @@ class _Compiler:
         required = isinstance(field_type, GraphQLNonNull)
         inner_type = field_type.of_type if isinstance(field_type, GraphQLNonNull) else field_type
         if isinstance(inner_type, GraphQLLeafType):
-            return _leaf(inner_type.serialize, required)  # one call a value: the most made
+            return _leaf(value_serializer(inner_type), required)  # the call most made
         complete = self._not_null(inner_type, nodes)
         if required:
 

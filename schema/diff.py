@@ -14,7 +14,7 @@ from strawberry.types import Info
 from cachegql.index import TagDiff, tag_diff
 from cachegql.schema.context import Context
 from cachegql.schema.inputs import SpecFilter, spec_criteria
-from cachegql.schema.pagination import DEFAULT_FIRST, fingerprint, window
+from cachegql.schema.pagination import DEFAULT_FIRST, Fingerprint, fingerprint, window
 from cachegql.schema.types import PageInfo, SpecConnection, page_info, spec_page
 
 __all__ = ["FromArg", "PackageDiff", "PackageDiffEdge", "TagDiffConnection", "tag_diff_connection"]
@@ -29,7 +29,7 @@ class PackageDiff:
     removed: int = strawberry.field(description="Specs in `from` and not in `to`.")
     unchanged: int = strawberry.field(description="Specs in both tags.")
     _diff: strawberry.Private[TagDiff]
-    _key: strawberry.Private[str]
+    _key: strawberry.Private[Fingerprint]
     """Names the query (build, tags, filter), for the cursors of the spec lists."""
 
     @strawberry.field(description="The added specs, as specs of `to`; by hash.")

@@ -9,23 +9,41 @@ from dataclasses import dataclass
 from cachegql.index import shorten
 from cachegql.schema.errors import UserInputError
 
-__all__ = ["DEFAULT_FIRST", "DEFAULT_MAX_FIRST", "Window", "fingerprint", "window"]
+__all__ = ["DEFAULT_FIRST", "DEFAULT_MAX_FIRST", "Fingerprint", "Window", "fingerprint", "window"]
 
 # A connection's page size when `first` is left out, and the cap on `first`.
 DEFAULT_FIRST = 20
 DEFAULT_MAX_FIRST = 100
 
 
-def fingerprint(*parts: object) -> str:
-    """A short digest naming one query (index build, tag, field, arguments)."""
-    return hashlib.blake2b(repr(parts).encode(), digest_size=6).hexdigest()
+class Fingerprint:
+    """A short digest naming one query (index build, tag, field, arguments), made the first
+    time a cursor needs it: most pages are read without cursors. Its parts are immutable."""
+
+    __slots__ = ("_digest", "_parts")
+
+    def __init__(self, parts: tuple[object, ...]) -> None:
+        self._parts = parts
+        self._digest: str | None = None
+
+    def __str__(self) -> str:
+        if self._digest is None:
+            self._digest = hashlib.blake2b(repr(self._parts).encode(), digest_size=6).hexdigest()
+        return self._digest
+
+    def __repr__(self) -> str:  # a part of another fingerprint (a tag diff's pages)
+        return repr(str(self))
 
 
-def encode_cursor(query: str, offset: int) -> str:
+def fingerprint(*parts: object) -> Fingerprint:
+    return Fingerprint(parts)
+
+
+def encode_cursor(query: Fingerprint, offset: int) -> str:
     return base64.urlsafe_b64encode(f"{query}:{offset}".encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, query: str) -> int:
+def decode_cursor(cursor: str, query: Fingerprint) -> int:
     """The offset a cursor points at; it must come from the same query and index build."""
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
@@ -35,7 +53,7 @@ def decode_cursor(cursor: str, query: str) -> int:
         raise UserInputError(
             f"malformed cursor {shorten(cursor)}: pass a cursor exactly as the API returned it"
         ) from None
-    if owner != query or offset < 0:
+    if owner != str(query) or offset < 0:
         raise UserInputError(
             "this cursor belongs to another query, other arguments or an older index; "
             "start again without 'after'"
@@ -47,7 +65,7 @@ def decode_cursor(cursor: str, query: str) -> int:
 class Window:
     """The slice [start, stop) of a result of `total` items that a page shows."""
 
-    query: str
+    query: Fingerprint
     start: int
     stop: int
     total: int
@@ -64,7 +82,9 @@ class Window:
         return encode_cursor(self.query, offset)
 
 
-def window(query: str, total: int, first: int | None, after: str | None, max_first: int) -> Window:
+def window(
+    query: Fingerprint, total: int, first: int | None, after: str | None, max_first: int
+) -> Window:
     """Validate `first`/`after` and pick the page; `first` above the cap is capped."""
     if first is None:
         first = max_first

@@ -30,7 +30,7 @@ from cachegql.index import (
 from cachegql.schema.context import Context
 from cachegql.schema.facet_types import SpecFacets
 from cachegql.schema.inputs import SpecFilter, SpecFilterArg, asked_hashes, spec_criteria
-from cachegql.schema.pagination import DEFAULT_FIRST, Window, fingerprint, window
+from cachegql.schema.pagination import DEFAULT_FIRST, Fingerprint, Window, fingerprint, window
 from cachegql.schema.readers import reads_many
 from cachegql.schema.spec_fields import SHOWN
 from cachegql.schema.value_types import Compiler, PageInfo, StackCount, Variant, page_info
@@ -364,7 +364,12 @@ def spec_connection(
 
 
 def spec_page(
-    context: Context, snapshot: Snapshot, rows: Rows, key: str, first: int | None, after: str | None
+    context: Context,
+    snapshot: Snapshot,
+    rows: Rows,
+    key: Fingerprint,
+    first: int | None,
+    after: str | None,
 ) -> SpecConnection:
     """The page asked for of a result of spec `rows`, for the query named `key`."""
     page = window(key, len(rows), first, after, context.max_first)

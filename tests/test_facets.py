@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cachegql.index import FACETS, Facets, Snapshot
+from cachegql.index.query.facets import stack_counts
 
 
 def _results(snapshot: Snapshot) -> list[np.ndarray]:
@@ -48,3 +49,53 @@ def test_ties_go_by_value_and_unknown_values_are_not_counted(demo_snapshot: Snap
         buckets = Facets(demo_snapshot, rows).buckets(name)
         assert buckets == sorted(buckets, key=lambda b: (-b[1], b[0]))
         assert all(value != "" for value, _ in buckets)
+
+
+@pytest.mark.parametrize("name", sorted(FACETS))
+def test_a_broad_result_counted_by_its_complement_is_counted_row_by_row(
+    demo_snapshot: Snapshot, name: str
+) -> None:
+    total = demo_snapshot.num_specs
+    left_out = np.random.default_rng(11).choice(total, total // 10, replace=False)
+    keep = np.ones(total, dtype=np.bool_)
+    keep[left_out] = False
+    rows = np.flatnonzero(keep).astype(np.int32)
+    by_complement, row_by_row = Facets(demo_snapshot, rows), Facets(demo_snapshot, rows)
+    by_complement.few, row_by_row.few = -1, len(rows)
+    for first in (None, 2):
+        assert by_complement.buckets(name, first) == row_by_row.buckets(name, first)
+    assert by_complement._complement is not None  # the path under test was taken
+
+
+def test_stacks_are_counted_alike_by_the_sets_matrix_and_by_their_members(
+    demo_snapshot: Snapshot,
+) -> None:
+    column = demo_snapshot.sets["stacks"]
+    matrix = demo_snapshot.stack_set_matrix
+    assert matrix is not None  # the demo's sets are few
+    random = np.random.default_rng(3)
+    for share in (0.0, 0.1, 0.5, 1.0):
+        set_counts = random.integers(1, 1000, column.num_sets) * (
+            random.random(column.num_sets) < share
+        )
+        by_matrix = stack_counts(column, set_counts, matrix)
+        by_members = stack_counts(column, set_counts, None)
+        assert by_matrix.tolist() == by_members.tolist()
+    assert by_matrix.sum() > 0  # sets were counted
+
+
+def test_a_package_s_rows_are_counted_in_place(demo_snapshot: Snapshot) -> None:
+    starts = demo_snapshot.package_start
+    sizes = np.diff(starts)
+    package = int(np.argmax(sizes))
+    lo, hi = int(starts[package]), int(starts[package + 1])
+    rows = np.arange(lo, hi, dtype=np.int32)
+    gapped = np.delete(rows, len(rows) // 2)
+    assert Facets(demo_snapshot, rows)._span == (lo, hi)
+    assert Facets(demo_snapshot, gapped)._span is None
+    assert Facets(demo_snapshot, rows[::-1].copy())._span is None  # ranked: gathered
+    for name in FACETS:
+        in_place, gathered = Facets(demo_snapshot, rows), Facets(demo_snapshot, rows)
+        in_place.few = gathered.few = -1
+        gathered._span = None
+        assert in_place.buckets(name) == gathered.buckets(name)

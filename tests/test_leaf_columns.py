@@ -23,7 +23,7 @@ from graphql import (
 )
 
 from cachegql.schema import build_schema
-from cachegql.schema.leaf_columns import column_serializer
+from cachegql.schema.leaf_columns import column_serializer, value_serializer
 from cachegql.schema.readers import many_reader
 from cachegql.schema.spec_types import Spec
 
@@ -65,11 +65,31 @@ def test_a_column_is_graphql_cores_serialization_or_declined(
     assert [type(v) for v in done] == [type(v) for v in values]
 
 
+def _outcome(serialize: Any, value: Any) -> tuple[str, Any]:
+    try:
+        return "value", serialize(value)
+    except Exception as exc:  # graphql-core's own error, which the plan leaves to it
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize(("scalar", "required", "values", "at_once"), CASES)
+def test_a_value_is_graphql_cores_serialization(
+    scalar: GraphQLScalarType, required: bool, values: list[Any], at_once: bool
+) -> None:
+    serialize = value_serializer(scalar)
+    for value in [v for v in values if v is not None] + [2.0, "7", 2**31, False]:
+        expected = _outcome(scalar.serialize, value)
+        assert _outcome(serialize, value) == expected
+        if expected[0] == "value":
+            assert type(_outcome(serialize, value)[1]) is type(expected[1])
+
+
 @pytest.mark.parametrize(
     "scalar", [GraphQLFloat, GraphQLID, GraphQLEnumType("Kind", {"A": "a"})], ids=str
 )
 def test_other_leaves_go_value_by_value(scalar: Any) -> None:
     assert column_serializer(scalar, True) is None
+    assert value_serializer(scalar) == scalar.serialize  # graphql-core's, called each time
 
 
 def test_a_page_of_specs_is_read_a_column_at_a_time(demo_snapshot: Any) -> None:

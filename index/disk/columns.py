@@ -75,6 +75,16 @@ class Postings:
     def sizes(self, values: IdArray | None = None) -> npt.NDArray[np.int64]:
         return _sizes(self.offsets, values)
 
+    def lists(self, values: Narrow) -> tuple[Rows, npt.NDArray[np.int64]]:
+        """The items of each of `values`' lists, one list after another, and their lengths."""
+        values = values.astype(np.intp, copy=False)  # `+ 1` must not wrap in a narrow type
+        starts = self.offsets[values]
+        lengths = (self.offsets[values + 1] - starts).astype(np.int64)
+        # Each item's index: its list's start plus its position within the list.
+        shifts = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        items: Rows = self.items[shifts + np.arange(len(shifts))]
+        return items, lengths
+
     @classmethod
     def read(
         cls, folder: Path, name: str, num_values: int | None = None, bound: int | None = None
@@ -198,13 +208,7 @@ def expand(codes: Narrow, members: Postings, rows: Rows | None = None) -> tuple[
     """Pairs (row, value) for every member of every row's set, rows ascending."""
     if rows is None:
         rows = np.arange(len(codes), dtype=np.int32)
-    row_sets = codes[rows]
-    lengths = members.sizes()[row_sets]
-    starts = members.offsets[row_sets]
-    total = int(lengths.sum())
-    # Index of each expanded item: its set's start plus its position within the set.
-    position = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    items = members.items[np.repeat(starts, lengths) + position]
+    items, lengths = members.lists(codes[rows])
     return np.repeat(rows, lengths).astype(np.int32), items.astype(np.int32)
 
 

@@ -51,6 +51,9 @@ from cachegql.index.spack.versions import VersionKey, VersionRange, version_key
 
 __all__ = ["DependencyData", "Dictionary", "PackageData", "Snapshot"]
 
+# 2 MiB: a few hundred sets of a few dozen stacks, as the public cache has, are 40 KiB.
+STACK_MATRIX_CELLS = 1 << 18
+
 SET_COLUMNS = ("versions", "stacks", "variants", "atoms", "flag_atoms")
 
 
@@ -189,6 +192,20 @@ class Snapshot:
         """How many specs have each distinct set of stacks."""
         column = self.sets["stacks"]
         return np.bincount(column.codes, minlength=column.num_sets)
+
+    @cached_property
+    def stack_set_matrix(self) -> npt.NDArray[np.int64] | None:
+        """Which stacks each distinct set of stacks holds, a row of 0s and 1s per set: a
+        result's specs per stack are then one product with its specs per set. None where
+        it would have more than `STACK_MATRIX_CELLS` cells."""
+        column = self.sets["stacks"]
+        if column.num_sets * len(column.values) > STACK_MATRIX_CELLS:
+            return None
+        matrix = np.zeros((column.num_sets, len(column.values)), dtype=np.int64)
+        sets = np.arange(column.num_sets, dtype=np.intp)
+        stacks, lengths = column.members.lists(sets)
+        matrix[np.repeat(sets, lengths), stacks] = 1
+        return matrix
 
     # Versions and compilers
 

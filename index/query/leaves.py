@@ -31,6 +31,9 @@ def _total(postings: Postings, value_ids: IdArray) -> int:
     if not len(value_ids):
         return 0
     offsets = postings.offsets
+    if len(value_ids) == 1:  # the usual `eq`: two items, not three arrays
+        value = int(value_ids[0])
+        return int(offsets[value + 1]) - int(offsets[value])
     return int((offsets[value_ids + 1] - offsets[value_ids]).sum())
 
 
