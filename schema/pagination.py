@@ -34,8 +34,15 @@ class Fingerprint:
     def __repr__(self) -> str:  # a part of another fingerprint (a tag diff's pages)
         return repr(str(self))
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Fingerprint) and str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
 
 def fingerprint(*parts: object) -> Fingerprint:
+    """The name of the query of these parts, for its cursors (`Fingerprint`)."""
     return Fingerprint(parts)
 
 

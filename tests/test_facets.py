@@ -80,8 +80,24 @@ def test_stacks_are_counted_alike_by_the_sets_matrix_and_by_their_members(
         )
         by_matrix = stack_counts(column, set_counts, matrix)
         by_members = stack_counts(column, set_counts, None)
-        assert by_matrix.tolist() == by_members.tolist()
+        one_by_one = np.zeros(len(column.values), dtype=np.int64)
+        for code in range(column.num_sets):
+            one_by_one[column.members(code)] += set_counts[code]
+        assert by_matrix.tolist() == by_members.tolist() == one_by_one.tolist()
     assert by_matrix.sum() > 0  # sets were counted
+
+
+def test_without_a_matrix_the_stacks_facet_is_the_same(
+    demo_snapshot: Snapshot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sets times stacks over `STACK_MATRIX_CELLS`: the facet counts by the members."""
+    results = _results(demo_snapshot)
+    expected = [Facets(demo_snapshot, rows).buckets("stacks") for rows in results]
+    monkeypatch.setitem(vars(demo_snapshot), "stack_set_matrix", None)
+    for rows, buckets in zip(results, expected, strict=True):
+        many = Facets(demo_snapshot, rows)
+        many.few = -1
+        assert many.buckets("stacks") == buckets
 
 
 def test_a_package_s_rows_are_counted_in_place(demo_snapshot: Snapshot) -> None:

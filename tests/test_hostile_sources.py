@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index.ingest import (
     Location,
     NotAPageError,
@@ -35,7 +36,12 @@ from cachegql.index.ingest import (
     read_page,
 )
 from cachegql.index.ingest import pages as pages_module
-from cachegql.index.ingest.files import NotRegularFileError, open_regular, read_regular_status
+from cachegql.index.ingest.files import (
+    NotRegularFileError,
+    TooLargeError,
+    open_regular,
+    read_regular_status,
+)
 from cachegql.index.ingest.pages import UnreadFileError
 from cachegql.index.records import Problem
 from tests.conftest import CLI, untraced_env
@@ -477,3 +483,39 @@ def test_a_file_longer_than_its_status_says_is_read_whole(tmp_path: Path) -> Non
     (tmp_path / "some").write_bytes(b"x" * 100)
     assert read_regular_status(tmp_path / "empty")[0] == b""
     assert read_regular_status(tmp_path / "some", listed_regular=True)[0] == b"x" * 100
+
+
+def test_a_file_over_its_limit_is_refused_before_or_while_it_is_read(tmp_path: Path) -> None:
+    """By its status when that says the size (a sparse file of 64 GiB costs nothing), and
+    as it is read when it does not (/proc files say 0 bytes)."""
+    sparse = tmp_path / "sparse"
+    with sparse.open("wb") as file:
+        file.truncate(64 << 30)
+    with pytest.raises(TooLargeError) as refused:
+        read_regular_status(sparse, listed_regular=True, limit=MIB)
+    assert (refused.value.size, refused.value.limit) == (64 << 30, MIB)
+    assert refused.value.strerror == "68,719,476,736 bytes or more, over the 1,048,576 allowed"
+    with pytest.raises(TooLargeError) as grown:
+        read_regular_status("/proc/self/status", limit=100)
+    assert grown.value.size > 100
+    (tmp_path / "small").write_bytes(b"x" * 100)
+    assert read_regular_status(tmp_path / "small", limit=100)[0] == b"x" * 100
+
+
+def test_a_huge_spec_manifest_is_a_problem_not_read(tmp_path: Path) -> None:
+    """A mirror's spec manifest of 64 GiB (sparse: no disk used) was read whole, a
+    MemoryError then ending the build; now a problem names it, and the rest loads."""
+    summary = write_mirror(MirrorConfig(specs=12, packages=4, stacks=1, seed=3), tmp_path)
+    huge = sorted((summary.mirror / "v3" / "manifests" / "spec").glob("*/*.json"))[0]
+    with huge.open("r+b") as file:
+        file.truncate(64 << 30)
+    run = run_cli(
+        "index", summary.mirror, "--tag", "develop", "--out", tmp_path / "ix", cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stderr
+    assert (
+        f"problem: {huge}: spec manifest cannot be read (68,719,476,736 bytes or more, "
+        "over the 1,048,576 allowed); ignored" in run.problems
+    )
+    assert "12 specs" in run.stdout + run.stderr
+    assert run.peak_rss_mb < PEAK_RSS_MB

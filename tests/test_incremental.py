@@ -560,8 +560,10 @@ def test_the_manifests_are_known_by_their_status_before_they_were_read(
     out = tmp_path / "ix"
     target = str(sorted((mirror / "v3" / "manifests" / "spec").glob("*/*.json"))[3])
 
-    def read_then_touch(path: str, *, listed_regular: bool) -> tuple[bytes, os.stat_result]:
-        found = read_regular_status(path, listed_regular=listed_regular)
+    def read_then_touch(
+        path: str, *, listed_regular: bool, limit: int | None
+    ) -> tuple[bytes, os.stat_result]:
+        found = read_regular_status(path, listed_regular=listed_regular, limit=limit)
         if path == target:
             status = Path(path).stat()
             os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))

@@ -23,6 +23,7 @@ from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import BuildReport
 from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.tarball_sizes import (
+    MANIFEST_MAX_BYTES,
     STOCK_KIND,
     PendingSizes,
     _is_regular,
@@ -282,3 +283,23 @@ def test_manifests_listed_as_links_are_checked_before_they_are_opened(
     assert any(p.path.endswith("zero-1.0-hzero.spec.manifest.json") for p in problems)
     assert stock.digest() is None  # the device was not read: nothing stands for it
     assert PendingSizes(root, process_from=1).result() == (sizes, problems)
+
+
+def test_a_manifest_too_large_to_be_one_is_not_read_by_either_reader(
+    tmp_path: Path, specs: Path
+) -> None:
+    """Its size is the problem, told alike by this process and by the reading process."""
+    root = tmp_path / "specs"
+    shutil.copytree(specs, root)
+    folder = next(p for p in root.iterdir() if p.is_dir())
+    huge = folder / "huge-1.0-hhuge.spec.manifest.json"
+    with huge.open("wb") as file:
+        file.truncate(MANIFEST_MAX_BYTES + 1)
+    sizes, problems = tarball_sizes(root)
+    assert "hhuge" not in sizes and len(sizes) == 119
+    told = [p.message for p in problems if p.path == str(huge)]
+    assert told == [
+        "spec manifest cannot be read (1,048,577 bytes or more, over the 1,048,576 allowed); "
+        "ignored"
+    ]
+    assert _sent(root)[:2] == (sizes, problems)

@@ -115,7 +115,8 @@ class Postings:
 @dataclass(frozen=True, slots=True)
 class FilePostings:
     """Posting lists whose items stay in their file (read with `FileArray`); the offsets,
-    one per list, are in memory. Answers as `Postings` does."""
+    one per list, are in memory. Answers as `Postings` does, a list at a time (no `lists`:
+    set members, which `lists` serves, are always in memory)."""
 
     items: FileArray
     offsets: Offsets

@@ -51,8 +51,10 @@ from cachegql.index.spack.versions import VersionKey, VersionRange, version_key
 
 __all__ = ["DependencyData", "Dictionary", "PackageData", "Snapshot"]
 
-# 2 MiB: a few hundred sets of a few dozen stacks, as the public cache has, are 40 KiB.
-STACK_MATRIX_CELLS = 1 << 18
+# numpy's product of int64 matrices costs every cell (no BLAS): above this it costs more
+# than adding each set's count to its stacks, wherever they are few (measured, 2026-11-27).
+# A few hundred sets of a few dozen stacks, as the public cache has, are under it.
+STACK_MATRIX_CELLS = 1 << 14
 
 SET_COLUMNS = ("versions", "stacks", "variants", "atoms", "flag_atoms")
 

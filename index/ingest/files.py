@@ -23,6 +23,7 @@ from typing import BinaryIO
 __all__ = [
     "Blob",
     "NotRegularFileError",
+    "TooLargeError",
     "describe_mode",
     "map_regular",
     "open_regular",
@@ -66,6 +67,18 @@ class NotRegularFileError(OSError):
         super().__init__(errno.EINVAL, f"{self.what}, not a regular file", str(path))
 
 
+class TooLargeError(OSError):
+    """The file is larger than its reader allows (`limit`): not read, or read no further.
+
+    An OSError, as `NotRegularFileError` is; `strerror` says the size against the limit.
+    """
+
+    def __init__(self, path: Path | str, size: int, limit: int) -> None:
+        self.size, self.limit = size, limit
+        message = f"{size:,} bytes or more, over the {limit:,} allowed"
+        super().__init__(errno.EFBIG, message, str(path))
+
+
 def describe_mode(mode: int) -> str:
     """What a non-regular file is, from its `st_mode`: "a named pipe (FIFO)", ..."""
     return next((what for test, what in _KINDS if test(mode)), "a special file")
@@ -98,7 +111,7 @@ def read_regular(path: Path | str) -> bytes:
 
 
 def read_regular_status(
-    path: Path | str, *, listed_regular: bool = False
+    path: Path | str, *, listed_regular: bool = False, limit: int | None = None
 ) -> tuple[bytes, os.stat_result]:
     """`read_regular`, with the status of the file read, taken before reading it: what
     stands for the file in a fingerprint (file_stock.py) is then never newer than what
@@ -109,10 +122,16 @@ def read_regular_status(
     `stat` was a third of reading one), and the path is opened without following a link
     (a link swapped in since the listing fails to open); the opened file is still checked.
     A device mounted over a listed file (which takes privileges) would be opened.
+
+    `limit`: a file of more bytes (by its status, or as it is read: it may grow) is a
+    TooLargeError, so that a huge or sparse file where small ones are expected costs
+    nothing.
     """
     fd, status = _open_checked(path, listed_regular)
     try:
-        return _read_fd(fd, status), status
+        if limit is not None and status.st_size > limit:
+            raise TooLargeError(path, status.st_size, limit)
+        return _read_fd(fd, status, limit, path), status
     finally:
         os.close(fd)
 
@@ -126,7 +145,7 @@ def map_regular(path: Path) -> Blob:
     fd, status = _open_checked(path)
     try:
         if status.st_size < _MAP_FROM:
-            return _read_fd(fd, status)
+            return _read_fd(fd, status, None, path)
         return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
     finally:
         os.close(fd)  # a mapping keeps its own reference to the file
@@ -153,8 +172,8 @@ def sha256_of(data: Blob) -> str:
     return digest.hexdigest()
 
 
-def _read_fd(fd: int, status: os.stat_result) -> bytes:
-    """The rest of an open file, `status` its status."""
+def _read_fd(fd: int, status: os.stat_result, limit: int | None, path: Path | str) -> bytes:
+    """The rest of an open file, `status` its status; TooLargeError past `limit` bytes."""
     # The size plus one: a file of the size its status gives comes in one read, short by
     # that one byte (its end); otherwise (it grew, or the system reads less at once: 2 GB)
     # it is read on to its end.
@@ -162,9 +181,12 @@ def _read_fd(fd: int, status: os.stat_result) -> bytes:
     chunk = os.read(fd, want)
     if len(chunk) == status.st_size:
         return chunk
-    chunks = []
+    chunks, total = [], 0
     while chunk:
         chunks.append(chunk)
+        total += len(chunk)
+        if limit is not None and total > limit:
+            raise TooLargeError(path, total, limit)
         chunk = os.read(fd, _CHUNK)
     return b"".join(chunks)
 

@@ -278,8 +278,8 @@ def _read_sizes(
         size, status = _tarball_size(path, _is_regular(entry))
         if stock is not None:
             stock.add_read(path, status)
-        if size is None:
-            problems.append(Problem(path, _NO_SIZE))
+        if isinstance(size, str):
+            problems.append(Problem(path, size))
         else:
             sizes[_hash_of(path)] = size
     return sizes, problems
@@ -311,8 +311,8 @@ def _send_sizes(
             return
         size, status = _tarball_size(path, _is_regular(entry))
         stock.add_read(path, status)
-        if size is None:
-            problems.append(Problem(path, _NO_SIZE))
+        if isinstance(size, str):
+            problems.append(Problem(path, size))
         else:
             hashes += _hash_of(path).encode(_NAMES, "surrogateescape") + b"/"
             sizes.append(size)
@@ -341,6 +341,9 @@ def _send_sizes(
 
 
 _NO_SIZE = "spec manifest without a tarball size; ignored"
+# Spack's spec manifests are a few hundred bytes (a clearsigned one a few KB): a larger
+# file is not one, and is not read (a sparse file of 100 GB would be, whole).
+MANIFEST_MAX_BYTES = 1 << 20
 _UNLISTED = "folder of spec manifests cannot be listed; the sizes of its binaries are unknown"
 _CHECK_EVERY = 1024  # manifests read between two looks at whether the build is still there
 _STOPPING_SECONDS = 5.0
@@ -363,13 +366,15 @@ def _hash_of(path: str) -> str:
 
 def _tarball_size(
     path: str, listed_regular: bool = False
-) -> tuple[int | None, os.stat_result | None]:
-    """The tarball size a manifest gives (None: none), and the status of the file as it
-    was read (None: it could not be)."""
+) -> tuple[int | str, os.stat_result | None]:
+    """The tarball size a manifest gives (else the problem, in words), and the status of
+    the file as it was read (None: it could not be)."""
     try:
-        data, status = read_regular_status(path, listed_regular=listed_regular)
-    except OSError:
-        return None, None
+        data, status = read_regular_status(
+            path, listed_regular=listed_regular, limit=MANIFEST_MAX_BYTES
+        )
+    except OSError as exc:
+        return f"spec manifest cannot be read ({reason(exc)}); ignored", None
     try:
         document = orjson.loads(strip_clearsign(data))
         records = document.get("data") if isinstance(document, dict) else None
@@ -379,5 +384,5 @@ def _tarball_size(
             if isinstance(r, dict) and str(r.get("mediaType", "")).startswith(TARBALL_MEDIA_TYPE)
         )
     except (ValueError, StopIteration):  # not JSON, no tarball record
-        return None, status
-    return (size if type(size) is int and size >= 0 else None), status  # not a bool
+        return _NO_SIZE, status
+    return (size if type(size) is int and size >= 0 else _NO_SIZE), status  # not a bool
