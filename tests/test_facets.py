@@ -35,6 +35,7 @@ def test_a_few_rows_are_counted_as_numpy_counts_them(demo_snapshot: Snapshot, na
         for first in (None, 0, 1, 3):
             few, many = Facets(demo_snapshot, rows), Facets(demo_snapshot, rows)
             few.few, many.few = len(rows), -1
+            many.few_values = -1  # sorted by numpy too
             expected = many.buckets(name, first)
             assert few.buckets(name, first) == expected
             compared += bool(expected)
@@ -62,6 +63,7 @@ def test_a_broad_result_counted_by_its_complement_is_counted_row_by_row(
     rows = np.flatnonzero(keep).astype(np.int32)
     by_complement, row_by_row = Facets(demo_snapshot, rows), Facets(demo_snapshot, rows)
     by_complement.few, row_by_row.few = -1, len(rows)
+    by_complement.few_values = -1
     for first in (None, 2):
         assert by_complement.buckets(name, first) == row_by_row.buckets(name, first)
     assert by_complement._complement is not None  # the path under test was taken
@@ -96,7 +98,7 @@ def test_without_a_matrix_the_stacks_facet_is_the_same(
     monkeypatch.setitem(vars(demo_snapshot), "stack_set_matrix", None)
     for rows, buckets in zip(results, expected, strict=True):
         many = Facets(demo_snapshot, rows)
-        many.few = -1
+        many.few, many.few_values = -1, -1
         assert many.buckets("stacks") == buckets
 
 
@@ -113,5 +115,18 @@ def test_a_package_s_rows_are_counted_in_place(demo_snapshot: Snapshot) -> None:
     for name in FACETS:
         in_place, gathered = Facets(demo_snapshot, rows), Facets(demo_snapshot, rows)
         in_place.few = gathered.few = -1
+        in_place.few_values = gathered.few_values = -1
         gathered._span = None
         assert in_place.buckets(name) == gathered.buckets(name)
+
+
+@pytest.mark.parametrize("name", sorted(FACETS))
+def test_a_small_dictionary_s_counts_are_sorted_as_numpy_sorts_them(
+    demo_snapshot: Snapshot, name: str
+) -> None:
+    for rows in _results(demo_snapshot):
+        for first in (None, 0, 2):
+            in_python, by_numpy = Facets(demo_snapshot, rows), Facets(demo_snapshot, rows)
+            in_python.few = by_numpy.few = -1
+            in_python.few_values, by_numpy.few_values = 1 << 30, -1
+            assert in_python.buckets(name, first) == by_numpy.buckets(name, first)
