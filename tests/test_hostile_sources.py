@@ -45,6 +45,7 @@ from cachegql.index.ingest.files import (
 from cachegql.index.ingest.pages import UnreadFileError
 from cachegql.index.records import Problem
 from tests.conftest import CLI, untraced_env
+from tests.mirror_builder import write_v2_mirror, write_v2_spec_files
 from tests.page_factory import fake_hash, page_text, spec, write_page
 
 SPECS = 3
@@ -494,10 +495,11 @@ def test_a_file_over_its_limit_is_refused_before_or_while_it_is_read(tmp_path: P
     with pytest.raises(TooLargeError) as refused:
         read_regular_status(sparse, listed_regular=True, limit=MIB)
     assert (refused.value.size, refused.value.limit) == (64 << 30, MIB)
-    assert refused.value.strerror == "68,719,476,736 bytes or more, over the 1,048,576 allowed"
+    assert refused.value.strerror == "68,719,476,736 bytes, more than the 1,048,576 allowed"
     with pytest.raises(TooLargeError) as grown:
         read_regular_status("/proc/self/status", limit=100)
     assert grown.value.size > 100
+    assert grown.value.strerror == "more than the 100 bytes allowed, as read"
     (tmp_path / "small").write_bytes(b"x" * 100)
     assert read_regular_status(tmp_path / "small", limit=100)[0] == b"x" * 100
 
@@ -514,8 +516,30 @@ def test_a_huge_spec_manifest_is_a_problem_not_read(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     assert (
-        f"problem: {huge}: spec manifest cannot be read (68,719,476,736 bytes or more, "
-        "over the 1,048,576 allowed); ignored" in run.problems
+        f"problem: {huge}: spec manifest not read: 68,719,476,736 bytes, "
+        "more than the 1,048,576 allowed; ignored" in run.problems
     )
     assert "12 specs" in run.stdout + run.stderr
+    assert run.peak_rss_mb < PEAK_RSS_MB
+
+
+def test_a_huge_spec_file_in_a_mirror_without_an_index_is_a_problem(tmp_path: Path) -> None:
+    """A layout v2 mirror without an index is read spec file by spec file: one of 64 GiB
+    (sparse) ended the build with a MemoryError; now it is skipped, and the rest loads."""
+    summary = write_mirror(MirrorConfig(specs=12, packages=4, stacks=1, seed=3), tmp_path)
+    index = tmp_path / "stacks" / "root" / "build_cache" / "index.json"
+    spec_files = write_v2_spec_files(index, tmp_path / "spec-files")
+    folder = write_v2_mirror(None, tmp_path / "v2", spec_files=spec_files)
+    huge = folder / "huge-1.0-aaaa.spec.json"
+    with huge.open("wb") as file:
+        file.truncate(64 << 30)
+    run = run_cli(
+        "index", folder.parent, "--tag", "develop", "--out", tmp_path / "ix", cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stderr
+    assert (
+        f"problem: {huge}: spec file skipped: 68,719,476,736 bytes, "
+        "more than the 67,108,864 allowed"
+    ) in run.problems
+    assert f"{summary.specs} specs" in run.stdout + run.stderr
     assert run.peak_rss_mb < PEAK_RSS_MB

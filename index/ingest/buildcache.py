@@ -272,12 +272,18 @@ def _listing(folder: Location) -> list[Path]:
         raise ReadError(f"{folder}: cannot read folder ({reason(exc)})") from None
 
 
+# A spec file is one spec and its dependencies' specs: tens of KB. A file far larger is
+# not one, and is not read (a sparse one of 64 GiB would be, whole, and end the build).
+SPEC_FILE_MAX_BYTES = 64 << 20
+
+
 def read_spec_files(folder: Location) -> Database:
     """A mirror without an index, as `spack buildcache update-index` builds one."""
     database = Database(source=str(folder), version=None)
     for location in _spec_files(folder):
         try:
-            database.merge(read_spec_file(read_regular(location.path), str(location)))
+            data = read_regular(location.path, SPEC_FILE_MAX_BYTES)
+            database.merge(read_spec_file(data, str(location)))
         except OSError as exc:
             database.problems.append(Problem(str(location), f"spec file skipped: {reason(exc)}"))
         except SourceFormatError as exc:

@@ -73,9 +73,12 @@ class TooLargeError(OSError):
     An OSError, as `NotRegularFileError` is; `strerror` says the size against the limit.
     """
 
-    def __init__(self, path: Path | str, size: int, limit: int) -> None:
+    def __init__(self, path: Path | str, size: int, limit: int, *, growing: bool = False) -> None:
         self.size, self.limit = size, limit
-        message = f"{size:,} bytes or more, over the {limit:,} allowed"
+        if growing:  # read on past its status's size: how much more is not known
+            message = f"more than the {limit:,} bytes allowed, as read"
+        else:
+            message = f"{size:,} bytes, more than the {limit:,} allowed"
         super().__init__(errno.EFBIG, message, str(path))
 
 
@@ -99,15 +102,16 @@ def open_regular(path: Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def read_regular(path: Path | str) -> bytes:
-    """The whole content of a regular file (index files: legitimately large).
+def read_regular(path: Path | str, limit: int | None = None) -> bytes:
+    """The whole content of a regular file (index files: legitimately large); a file
+    over `limit` bytes is a TooLargeError (see `read_regular_status`).
 
     Read with `os.read` on the checked descriptor, not through a buffered file object:
     a mirror has a small spec manifest per binary, and the file object's set-up was
     most of the cost of reading one (20 of 47 us). A path may be given as text: without a
     `Path` made of each, a manifest takes 16 us, not 27.
     """
-    return read_regular_status(path)[0]
+    return read_regular_status(path, limit=limit)[0]
 
 
 def read_regular_status(
@@ -186,7 +190,7 @@ def _read_fd(fd: int, status: os.stat_result, limit: int | None, path: Path | st
         chunks.append(chunk)
         total += len(chunk)
         if limit is not None and total > limit:
-            raise TooLargeError(path, total, limit)
+            raise TooLargeError(path, total, limit, growing=True)
         chunk = os.read(fd, _CHUNK)
     return b"".join(chunks)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import orjson
 
 from cachegql.index.ingest.file_stock import FileStock
-from cachegql.index.ingest.files import read_regular_status, reason
+from cachegql.index.ingest.files import TooLargeError, read_regular_status, reason
 from cachegql.index.ingest.limits import SourceLimits
 from cachegql.index.ingest.locations import Opener
 from cachegql.index.ingest.spackdb import strip_clearsign
@@ -373,6 +373,8 @@ def _tarball_size(
         data, status = read_regular_status(
             path, listed_regular=listed_regular, limit=MANIFEST_MAX_BYTES
         )
+    except TooLargeError as exc:
+        return f"spec manifest not read: {reason(exc)}; ignored", None
     except OSError as exc:
         return f"spec manifest cannot be read ({reason(exc)}); ignored", None
     try:
