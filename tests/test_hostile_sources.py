@@ -486,15 +486,30 @@ def test_a_file_longer_than_its_status_says_is_read_whole(tmp_path: Path) -> Non
     assert read_regular_status(tmp_path / "some", listed_regular=True)[0] == b"x" * 100
 
 
+HUGE = 64 << 30  # a sparse file of this size costs no disk, and no memory unless read
+
+
+def _made_huge(path: Path) -> Path:
+    """`path` made a sparse file of `HUGE` bytes (created, or extended with zeros)."""
+    with path.open("ab") as file:
+        file.truncate(HUGE)
+    return path
+
+
+def _indexed(source: Path, tmp_path: Path) -> Run:
+    """`cachegql index SOURCE --tag develop`, which must succeed."""
+    run = run_cli("index", source, "--tag", "develop", "--out", tmp_path / "ix", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    return run
+
+
 def test_a_file_over_its_limit_is_refused_before_or_while_it_is_read(tmp_path: Path) -> None:
     """By its status when that says the size (a sparse file of 64 GiB costs nothing), and
     as it is read when it does not (/proc files say 0 bytes)."""
-    sparse = tmp_path / "sparse"
-    with sparse.open("wb") as file:
-        file.truncate(64 << 30)
+    sparse = _made_huge(tmp_path / "sparse")
     with pytest.raises(TooLargeError) as refused:
         read_regular_status(sparse, listed_regular=True, limit=MIB)
-    assert (refused.value.size, refused.value.limit) == (64 << 30, MIB)
+    assert (refused.value.size, refused.value.limit) == (HUGE, MIB)
     assert refused.value.strerror == "68,719,476,736 bytes, more than the 1,048,576 allowed"
     with pytest.raises(TooLargeError) as grown:
         read_regular_status("/proc/self/status", limit=100)
@@ -508,13 +523,8 @@ def test_a_huge_spec_manifest_is_a_problem_not_read(tmp_path: Path) -> None:
     """A mirror's spec manifest of 64 GiB (sparse: no disk used) was read whole, a
     MemoryError then ending the build; now a problem names it, and the rest loads."""
     summary = write_mirror(MirrorConfig(specs=12, packages=4, stacks=1, seed=3), tmp_path)
-    huge = sorted((summary.mirror / "v3" / "manifests" / "spec").glob("*/*.json"))[0]
-    with huge.open("r+b") as file:
-        file.truncate(64 << 30)
-    run = run_cli(
-        "index", summary.mirror, "--tag", "develop", "--out", tmp_path / "ix", cwd=tmp_path
-    )
-    assert run.returncode == 0, run.stderr
+    huge = _made_huge(sorted((summary.mirror / "v3" / "manifests" / "spec").glob("*/*.json"))[0])
+    run = _indexed(summary.mirror, tmp_path)
     assert (
         f"problem: {huge}: spec manifest not read: 68,719,476,736 bytes, "
         "more than the 1,048,576 allowed; ignored" in run.problems
@@ -530,13 +540,8 @@ def test_a_huge_spec_file_in_a_mirror_without_an_index_is_a_problem(tmp_path: Pa
     index = tmp_path / "stacks" / "root" / "build_cache" / "index.json"
     spec_files = write_v2_spec_files(index, tmp_path / "spec-files")
     folder = write_v2_mirror(None, tmp_path / "v2", spec_files=spec_files)
-    huge = folder / "huge-1.0-aaaa.spec.json"
-    with huge.open("wb") as file:
-        file.truncate(64 << 30)
-    run = run_cli(
-        "index", folder.parent, "--tag", "develop", "--out", tmp_path / "ix", cwd=tmp_path
-    )
-    assert run.returncode == 0, run.stderr
+    huge = _made_huge(folder / "huge-1.0-aaaa.spec.json")
+    run = _indexed(folder.parent, tmp_path)
     assert (
         f"problem: {huge}: spec file skipped: 68,719,476,736 bytes, "
         "more than the 67,108,864 allowed"
