@@ -141,3 +141,70 @@ def test_an_edge_providing_a_language_names_the_compiler_of_alike_binaries() -> 
     table = TagTable("develop")
     list(graph.fill(table, 0))
     assert [table.record(row).compiler.raw for row in range(2)] == ["c,cxx=gcc@12.3"] * 2
+
+
+def test_rows_added_alike_read_as_their_records_before_and_after_settle() -> None:
+    """Until `settle`, a row added alike keeps no codes of its own: `record` reads them
+    from the row it is like, and `settle` gives the columns one code per row."""
+    nodes = [_node("a"), _node("b", version="1.2"), _node("c"), _node("d", version="1.2")]
+    records = [
+        n.record("develop", n.compiler or Compiler("", None, ""), ("root",), 1) for n in nodes
+    ]
+    table = TagTable("develop")
+    assert table.add(records[0], PAGE) is None
+    assert table.add(records[1], PAGE) is None
+    assert table.add_like(0, records[2].hash, ("e4s",), 7, PAGE) is None
+    assert table.add_like(2, records[3].hash, ("hep",), None, PAGE) is None  # like a like
+    assert table.add(records[3]._replace(hash="e" * 32), PAGE) is None  # after the alike
+    assert table.add_like(1, "b" * 32, ("x",), 1, PAGE) == 1  # a hash held: its row
+    expected = [
+        records[0],
+        records[1],
+        records[0]._replace(hash=records[2].hash, stacks=("e4s",), size=7),
+        records[0]._replace(hash=records[3].hash, stacks=("hep",), size=None),
+        records[3]._replace(hash="e" * 32),
+    ]
+    assert _rows(table) == expected
+    table.settle()
+    assert _rows(table) == expected
+    one_by_one = TagTable("develop")
+    for record in expected:
+        one_by_one.add(record, PAGE)
+    assert _columns(table) == _columns(one_by_one)
+    table.settle()  # again: nothing left to do
+    assert _columns(table) == _columns(one_by_one)
+
+
+def test_stack_labels_from_several_caches_are_sorted_and_shared() -> None:
+    a, b, c = ("a" * 32, "b" * 32, "c" * 32)
+    graph = TagGraph("develop")
+    nodes = {d: _node(d[0]) for d in (a, b, c)}
+    graph.add(CacheData("one", Database("one", 8, dict(nodes)), {"hep": {a, b}, "e4s": {c}}))
+    graph.add(CacheData("two", Database("two", 8, dict(nodes)), {"e4s": {a, b}, "root": {a}}))
+    assert graph.stacks == {a: ("e4s", "hep", "root"), b: ("e4s", "hep"), c: ("e4s",)}
+    graph.add(CacheData("three", Database("three", 8, dict(nodes)), {"root": {b}, "hep": {c}}))
+    assert graph.stacks == {a: ("e4s", "hep", "root"), b: ("e4s", "hep", "root"), c: ("e4s", "hep")}
+    assert graph.stacks[a] is graph.stacks[b]  # one tuple per set of labels
+
+
+def test_a_compiler_follows_its_node_when_a_later_cache_replaces_it() -> None:
+    """Compilers are worked out once per set of edges: a merge that replaces the
+    compiler's node (a binary over a mere node) names its version from then on."""
+    gcc = _node("g", name="gcc", version="12.3", in_buildcache=False, compiler=None)
+    c_edge = Edge("gcc", gcc.hash, ("build",), ("c",))
+    fortran = Edge("gfortran", ("f" * 32), ("build", "link"), ("fortran",))
+    run_only = Edge("gcc", gcc.hash, ("run",), ("cxx",))  # not the build's: no compiler
+    mpi = Edge("openmpi", ("o" * 32), ("build", "link"), ("mpi",))
+    node = _node("a", compiler=None, edges=(fortran, mpi, c_edge, run_only))
+    alike = _node("b", compiler=None, edges=(fortran, mpi, c_edge))
+    database = Database("one", 8, {n.hash: n for n in (gcc, node, alike)})
+    assert database.compiler_of(node).raw == "c=gcc@12.3 fortran=gfortran"
+    assert database.compiler_of(alike) is database.compiler_of(node)
+    newer = gcc._replace(version="13.1", in_buildcache=True)
+    database.merge(Database("two", 8, {gcc.hash: newer}))
+    assert database.compiler_of(node).raw == "c=gcc@13.1 fortran=gfortran"
+    assert database.compiler_of(node).version == "13.1"
+    none = _node("n", compiler=None, edges=(run_only, mpi))
+    assert database.compiler_of(none).raw == "none"
+    recorded = _node("r", compiler=Compiler("none", None, "none"), edges=(run_only,))
+    assert database.compiler_of(recorded).raw == "none"

@@ -132,6 +132,7 @@ class TagRows:
 
 def tag_rows(table: TagTable) -> TagRows:
     """The order `write_tag` writes `table`'s rows in (the default order of results)."""
+    table.settle()  # every row's own codes: the columns are read whole from here on
     package = FIELDS_BY_NAME["package"]
     column = table.fields[package.name]
     names, codes = _sorted_codes(column.values, _codes(column.codes), package.order)

@@ -31,6 +31,17 @@ class Edge:
     hash: str
     deptypes: tuple[str, ...]
     virtuals: tuple[str, ...]
+    languages: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The `LANGUAGES` it provides to the build (in their order): its node's compiler."""
+
+    def __post_init__(self) -> None:
+        languages: tuple[str, ...] = ()
+        if self.virtuals and "build" in self.deptypes:
+            languages = tuple(lang for lang in LANGUAGES if lang in self.virtuals)
+        object.__setattr__(self, "languages", _LANGUAGE_SETS.setdefault(languages, languages))
+
+
+_LANGUAGE_SETS: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
 class Node(NamedTuple):
@@ -84,9 +95,14 @@ class Database:
     nodes: dict[str, Node] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     _compilers: dict[str, Compiler] = field(default_factory=dict, repr=False, compare=False)
+    # Each set of edges that provide languages (by the edges' ids), with its compiler.
+    _by_edges: dict[tuple[int, ...], tuple[tuple[Edge, ...], Compiler]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def merge(self, other: Database) -> None:
         """Add `other`'s nodes; a node seen as a binary anywhere stays a binary."""
+        self._by_edges.clear()  # a compiler's version is its node's: they may change
         if not self.nodes:  # a tag's first source, often its only one: nothing to keep
             self.nodes.update(other.nodes)
         else:
@@ -100,17 +116,26 @@ class Database:
         """The compiler `node` was built with, as Spack 1.x prints it (`c,cxx=gcc@10.2.1`)."""
         if node.compiler is not None and node.compiler.raw != "none":
             return node.compiler
-        by_language = []
-        for edge in node.edges:
-            if not edge.virtuals:  # most edges provide nothing: no language to look for
-                continue
-            languages = [lang for lang in LANGUAGES if lang in edge.virtuals]
-            if languages and "build" in edge.deptypes:
-                dependency = self.nodes.get(edge.hash)
-                version = dependency.version if dependency is not None else None
-                by_language.append((LANGUAGES.index(languages[0]), languages, edge.name, version))
-        if not by_language:
+        # Nodes share their edge objects (node_reader.py): a million nodes name a few
+        # hundred sets of compilers, each worked out once. A set's edges are kept with
+        # it, so that their ids stay theirs.
+        providing = tuple([edge for edge in node.edges if edge.languages])
+        if not providing:
             return node.compiler or _NONE
+        key = tuple(map(id, providing))
+        found = self._by_edges.get(key)
+        if found is None:
+            found = self._by_edges[key] = (providing, self._from_edges(providing))
+        return found[1]
+
+    def _from_edges(self, edges: tuple[Edge, ...]) -> Compiler:
+        """The compiler that these edges name, each providing languages."""
+        by_language = []
+        for edge in edges:
+            dependency = self.nodes.get(edge.hash)
+            version = dependency.version if dependency is not None else None
+            languages = edge.languages
+            by_language.append((LANGUAGES.index(languages[0]), languages, edge.name, version))
         by_language.sort(key=lambda item: item[0])
         raw = " ".join(
             f"{','.join(langs)}={name}@{version}" if version else f"{','.join(langs)}={name}"

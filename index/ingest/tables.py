@@ -7,6 +7,8 @@ from collections.abc import Callable, Hashable
 from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
+import numpy as np
+
 from cachegql.index.fields import SPEC_FIELDS
 from cachegql.index.records import SpecRecord
 from cachegql.index.spack.compilers import Compiler
@@ -105,10 +107,13 @@ class TagTable:
         self._appends: tuple[_Inlined, ...] = tuple(
             (value_of, *column.parts()) for value_of, column in columns
         )
-        # What `add_like` copies from the row it is like: every column but the stacks.
+        # What `add_like` shares with the row it is like: every column but the stacks.
         self._alike: tuple[array[int], ...] = tuple(
             column.codes for _, column in columns if column is not self.parts["stacks"]
         )
+        # Once a row is added alike, each row's place in the `_alike` columns (their codes
+        # are then kept once per distinct row, and `settle` spreads them to every row).
+        self._template: array[int] | None = None
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -120,6 +125,8 @@ class TagTable:
             return earlier
         self.rows_by_hash[spec.hash] = len(self.hashes)
         self.hashes.append(spec.hash)
+        if self._template is not None:
+            self._template.append(len(self._alike[0]))
         # `EncodedColumn.append`, inlined: 4.8 -> 4.0 us a spec.
         for value_of, key_of, code_of, values, append_code in self._appends:
             value = value_of(spec)
@@ -138,25 +145,45 @@ class TagTable:
         self, row: int, digest: str, stacks: tuple[str, ...], size: int | None, page_id: int
     ) -> int | None:
         """Add a spec that is the one at `row` but for its hash, stacks and size (and no
-        tarball): its other columns' codes are copied, not worked out again. If its hash
-        is already here, return the earlier row instead."""
+        tarball): its other columns are that row's, shared until `settle` copies them
+        (15 codes appended a spec took a third of a mirror's table). If its hash is
+        already here, return the earlier row instead."""
         earlier = self.rows_by_hash.get(digest)
         if earlier is not None:
             return earlier
+        template = self._template
+        if template is None:
+            template = self._template = array("i", range(len(self.hashes)))
         self.rows_by_hash[digest] = len(self.hashes)
         self.hashes.append(digest)
-        for codes in self._alike:
-            codes.append(codes[row])
+        template.append(template[row])
         self.parts["stacks"].append(stacks)
         self.sizes.append(-1 if size is None else size)
         self.tarballs.append(None)
         self.source_page.append(page_id)
         return None
 
+    def settle(self) -> None:
+        """Give every row added alike its own codes in every column (one gather each):
+        the columns are read whole after this, as the writer does."""
+        template = self._template
+        if template is None:
+            return
+        rows = np.frombuffer(template, dtype=np.int32)
+        for codes in self._alike:
+            spread = np.frombuffer(codes, dtype=np.int32)[rows].tobytes()
+            del codes[:]
+            codes.frombytes(spread)
+        self._template = None
+
     def record(self, row: int) -> SpecRecord:
         """Rebuild the spec stored at `row`."""
-        attributes: dict[str, Any] = {name: self.fields[name][row] for name in _ATTRIBUTE_FIELDS}
-        parts = {part: column[row] for part, column in self.parts.items()}
+        # Before `settle`, a row added alike has its codes at its template's place.
+        alike = row if self._template is None else self._template[row]
+        attributes: dict[str, Any] = {name: self.fields[name][alike] for name in _ATTRIBUTE_FIELDS}
+        parts = {
+            part: column[row if part == "stacks" else alike] for part, column in self.parts.items()
+        }
         size = self.sizes[row]
         return SpecRecord(
             hash=self.hashes[row],

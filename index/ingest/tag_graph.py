@@ -29,11 +29,17 @@ class TagGraph:
 
     tag: str
     database: Database = field(default_factory=lambda: Database(source="", version=None))
-    stacks: dict[str, set[str]] = field(default_factory=dict)
+    stacks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each binary's stack labels, sorted: one tuple per set of labels, shared (a set per
+    binary was 200 MB at 1M specs)."""
     sizes: dict[str, int] = field(default_factory=dict)
     extras: TagTable | None = None
     edges: EdgeArrays = field(default_factory=EdgeArrays)
     _sorted: list[str] | None = field(default=None, init=False, repr=False, compare=False)
+    # Labels joined so far: (labels, label) -> their sorted union, and ((), label) -> (label,).
+    _joined: dict[tuple[tuple[str, ...], str], tuple[str, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def _order(self) -> list[str]:
         """Every node's hash, sorted once for `fill` and `finish` (1 s at 1M)."""
@@ -43,9 +49,19 @@ class TagGraph:
 
     def add(self, data: CacheData) -> None:
         self.database.merge(data.database)
+        stacks, joined = self.stacks, self._joined
         for label, hashes in data.stacks.items():
+            alone = joined.setdefault(((), label), (label,))
             for digest in hashes:
-                self.stacks.setdefault(digest, set()).add(label)
+                held = stacks.get(digest)
+                if held is None:
+                    stacks[digest] = alone
+                elif label not in held:
+                    key = (held, label)
+                    both = joined.get(key)
+                    if both is None:
+                        both = joined[key] = _shared(joined, (*held, label))
+                    stacks[digest] = both
         self.sizes.update(data.sizes)
         self._sorted = None
 
@@ -69,7 +85,7 @@ class TagGraph:
                 continue
             node = nodes[digest]
             compiler = compiler_of(node)
-            stacks = tuple(sorted(labels[digest]))
+            stacks = labels[digest]
             size = sizes.get(digest)
             added += 1
             shape = (
@@ -97,6 +113,7 @@ class TagGraph:
                 yield record, earlier
             else:
                 rows[shape] = len(table) - 1
+        table.settle()
         if added != len(labels):  # a reader's bug, not a source's: say so, drop nothing
             missing = sorted(set(labels) - nodes.keys())
             raise RuntimeError(f"binaries of tag {tag} that are no node: {missing[:5]}")
@@ -117,8 +134,17 @@ class TagGraph:
         for _, edge in sorted(dangling.items()):
             self.extras.add(_unknown_node(self.tag, edge), -1)
         self.database = Database(database.source, database.version)
-        self.stacks, self.sizes, self._sorted = {}, {}, None
+        self.stacks, self.sizes, self._sorted, self._joined = {}, {}, None, {}
         return list(dangling.values())
+
+
+def _shared(
+    joined: dict[tuple[tuple[str, ...], str], tuple[str, ...]], labels: tuple[str, ...]
+) -> tuple[str, ...]:
+    """`labels` sorted, as the one tuple of them that `joined` holds (kept under the key
+    of its last label joined to the others, which is where it is looked for next)."""
+    ordered = tuple(sorted(labels))
+    return joined.setdefault((ordered[:-1], ordered[-1]), ordered)
 
 
 def _unknown_node(tag: str, edge: Edge) -> SpecRecord:
