@@ -185,6 +185,9 @@ def test_stack_labels_from_several_caches_are_sorted_and_shared() -> None:
     graph.add(CacheData("three", Database("three", 8, dict(nodes)), {"root": {b}, "hep": {c}}))
     assert graph.stacks == {a: ("e4s", "hep", "root"), b: ("e4s", "hep", "root"), c: ("e4s", "hep")}
     assert graph.stacks[a] is graph.stacks[b]  # one tuple per set of labels
+    held = graph.stacks[c]
+    graph.add(CacheData("four", Database("four", 8, dict(nodes)), {"hep": {c}, "e4s": {c}}))
+    assert graph.stacks[c] is held  # labels it had already: the same tuple, no repeats
 
 
 def test_a_compiler_follows_its_node_when_a_later_cache_replaces_it() -> None:
@@ -208,3 +211,15 @@ def test_a_compiler_follows_its_node_when_a_later_cache_replaces_it() -> None:
     assert database.compiler_of(none).raw == "none"
     recorded = _node("r", compiler=Compiler("none", None, "none"), edges=(run_only,))
     assert database.compiler_of(recorded).raw == "none"
+
+
+def test_equal_compiler_names_of_other_nodes_name_their_own_versions() -> None:
+    """The compilers are worked out once per set of edge objects, not per name: two
+    `gcc` edges to gcc nodes of other versions name other compilers."""
+    old = _node("g", name="gcc", version="12.3", in_buildcache=False, compiler=None)
+    new = _node("h", name="gcc", version="14.1", in_buildcache=False, compiler=None)
+    first = _node("a", compiler=None, edges=(Edge("gcc", old.hash, ("build",), ("c",)),))
+    second = _node("b", compiler=None, edges=(Edge("gcc", new.hash, ("build",), ("c",)),))
+    database = Database("one", 8, {n.hash: n for n in (old, new, first, second)})
+    assert database.compiler_of(first).raw == "c=gcc@12.3"
+    assert database.compiler_of(second).raw == "c=gcc@14.1"

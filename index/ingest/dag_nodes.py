@@ -116,9 +116,10 @@ class Database:
         """The compiler `node` was built with, as Spack 1.x prints it (`c,cxx=gcc@10.2.1`)."""
         if node.compiler is not None and node.compiler.raw != "none":
             return node.compiler
-        # Nodes share their edge objects (node_reader.py): a million nodes name a few
-        # hundred sets of compilers, each worked out once. A set's edges are kept with
-        # it, so that their ids stay theirs.
+        # The nodes of one index file share their edge objects (node_reader.py): a
+        # million nodes name a few hundred sets of compilers, each worked out once. A
+        # set's edges are kept with it, so that their ids stay theirs (the memo is this
+        # object's alone: a copy's edges would be other objects).
         providing = tuple([edge for edge in node.edges if edge.languages])
         if not providing:
             return node.compiler or _NONE

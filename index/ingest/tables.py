@@ -99,7 +99,15 @@ class TagTable:
         self.sizes: array[int] = array("q")
         self.tarballs: list[str | None] = []
         self.source_page: array[int] = array("i")
-        # What `add` does per spec, looked up once (a million specs, a dozen columns).
+        # Once a row is added alike, each row's place in the `_alike` columns: they then
+        # hold codes for the rows `add` added only, and `settle` spreads them to every row.
+        self._template: array[int] | None = None
+        self._bind()
+
+    def _bind(self) -> None:
+        """Look up once what `add` and `add_like` work with (a million specs, a dozen
+        columns): each column's parts, and the codes of all but the stacks, which a row
+        added alike shares with the row it is like."""
         columns: list[tuple[Callable[[SpecRecord], Any], EncodedColumn[Any]]] = [
             *((f.value, self.fields[f.name]) for f in SPEC_FIELDS),
             *((attrgetter(part), column) for part, column in self.parts.items()),
@@ -107,13 +115,8 @@ class TagTable:
         self._appends: tuple[_Inlined, ...] = tuple(
             (value_of, *column.parts()) for value_of, column in columns
         )
-        # What `add_like` shares with the row it is like: every column but the stacks.
-        self._alike: tuple[array[int], ...] = tuple(
-            column.codes for _, column in columns if column is not self.parts["stacks"]
-        )
-        # Once a row is added alike, each row's place in the `_alike` columns (their codes
-        # are then kept once per distinct row, and `settle` spreads them to every row).
-        self._template: array[int] | None = None
+        self._alike_columns = [c for _, c in columns if c is not self.parts["stacks"]]
+        self._alike: tuple[array[int], ...] = tuple(c.codes for c in self._alike_columns)
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -170,10 +173,14 @@ class TagTable:
         if template is None:
             return
         rows = np.frombuffer(template, dtype=np.int32)
-        for codes in self._alike:
-            spread = np.frombuffer(codes, dtype=np.int32)[rows].tobytes()
-            del codes[:]
-            codes.frombytes(spread)
+        # New arrays, swapped in once all are made: a failure leaves the table as it was.
+        spread = [
+            array("i", np.frombuffer(column.codes, dtype=np.int32)[rows].tobytes())
+            for column in self._alike_columns
+        ]
+        for column, codes in zip(self._alike_columns, spread, strict=True):
+            column.codes = codes
+        self._bind()
         self._template = None
 
     def record(self, row: int) -> SpecRecord:

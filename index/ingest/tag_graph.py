@@ -72,7 +72,8 @@ class TagGraph:
 
         Binaries alike but for their hash, stacks and size (one package's build in many
         stacks, against other dependencies: 200k specs have 25k such shapes) are added
-        as the first of them was (`TagTable.add_like`), without a record each.
+        as the first of them was (`TagTable.add_like`), without a record each; the table
+        is settled at the end (`TagTable.settle`).
         """
         database, labels, sizes = self.database, self.stacks, self.sizes
         compiler_of, nodes, tag = database.compiler_of, database.nodes, self.tag
@@ -141,8 +142,9 @@ class TagGraph:
 def _shared(
     joined: dict[tuple[tuple[str, ...], str], tuple[str, ...]], labels: tuple[str, ...]
 ) -> tuple[str, ...]:
-    """`labels` sorted, as the one tuple of them that `joined` holds (kept under the key
-    of its last label joined to the others, which is where it is looked for next)."""
+    """`labels` sorted, as the one tuple of them that `joined` holds: stored under the
+    key (all labels but the last, the last), so that every way to the same set of labels
+    finds the same tuple."""
     ordered = tuple(sorted(labels))
     return joined.setdefault((ordered[:-1], ordered[-1]), ordered)
 
