@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from cachegql.index import FACETS, Facets, Snapshot
-from cachegql.index.query.facets import stack_counts
+from cachegql.index.query.facets import _contenders, stack_counts
+from cachegql.index.query.rowsets import every_row
 
 
 def _results(snapshot: Snapshot) -> list[np.ndarray]:
@@ -132,3 +133,47 @@ def test_a_small_dictionary_s_counts_are_sorted_as_numpy_sorts_them(
             in_python.few = by_numpy.few = -1
             in_python.few_values, by_numpy.few_values = 1 << 30, -1
             assert in_python.buckets(name, first) == by_numpy.buckets(name, first)
+
+
+@pytest.mark.parametrize("name", sorted(FACETS))
+def test_the_whole_tag_is_counted_without_a_complement(demo_snapshot: Snapshot, name: str) -> None:
+    total = demo_snapshot.num_specs
+    whole = every_row(0, total)
+    ranked = np.random.default_rng(5).permutation(total).astype(np.int32)  # a search's order
+    row_by_row = Facets(demo_snapshot, whole)
+    row_by_row.few = total
+    for rows in (whole, ranked):
+        facets = Facets(demo_snapshot, rows)
+        facets.few, facets.few_values = -1, -1
+        for first in (None, 0, 2):
+            assert facets.buckets(name, first) == row_by_row.buckets(name, first)
+        assert facets._complement is not None and not len(facets._complement)
+
+
+@pytest.mark.parametrize("name", sorted(FACETS))
+def test_the_first_buckets_are_the_first_of_all_buckets(demo_snapshot: Snapshot, name: str) -> None:
+    total = demo_snapshot.num_specs
+    results = [*_results(demo_snapshot), every_row(0, total), np.arange(1, total, dtype=np.int32)]
+    partitioned = 0
+    for rows in results:
+        facets = Facets(demo_snapshot, rows)
+        facets.few, facets.few_values = -1, -1
+        every = facets.buckets(name)
+        for first in (0, 1, 2, 3, 5, 8):
+            assert facets.buckets(name, first) == every[:first]
+            partitioned += len(every) > 4 * first > 0
+    if name in ("versions", "packages"):
+        assert partitioned  # the partition was taken, not only the short way
+
+
+def test_the_contenders_of_the_first_buckets_keep_every_tie_at_the_edge() -> None:
+    counts = np.array([0, 5, 3, 3, 3, 9, 1, 3, 2, 0, 4, 1], dtype=np.int64)
+    present = np.flatnonzero(counts)
+    # Ten values present: for the first 2, those counting at least the 2nd largest (5).
+    assert _contenders(present, counts, 2).tolist() == [1, 5]
+    assert _contenders(present, counts, 1).tolist() == [5]
+    assert _contenders(present, counts, 0).tolist() == []
+    assert _contenders(present, counts, 4).tolist() == present.tolist()  # too few to cut
+    # The 2nd largest count (3) is held by twelve values: every one stays a contender.
+    many = np.array([0, *([3] * 12), 7, 1], dtype=np.int64)
+    assert _contenders(np.flatnonzero(many), many, 2).tolist() == list(range(1, 14))

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cachegql.index.budget import check
-from cachegql.index.disk.columns import Narrow, Rows, SetColumn
+from cachegql.index.disk.columns import IdArray, Narrow, Rows, SetColumn
 from cachegql.index.disk.dictionary import Dictionary
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.fields import FACETS
@@ -57,6 +57,8 @@ class Facets:
             counts[unknown] = 0
         # A boolean's nonzero is several times faster than an int64's.
         present = (counts != 0).nonzero()[0]
+        if first is not None:
+            present = _contenders(present, counts, max(first, 0))
         order = np.lexsort((dictionary.alphabetical_rank[present], -counts[present]))
         chosen = present[order if first is None else order[: max(first, 0)]]
         values = dictionary.values
@@ -66,11 +68,11 @@ class Facets:
     def _few_counts(self, field: str | None) -> Counter[int]:
         snapshot = self.snapshot
         if field is not None:
-            return Counter(snapshot.columns[field].codes[self.rows].tolist())
+            return Counter(snapshot.columns[field].codes.take(self.rows).tolist())
         # The stacks: each spec counts once per stack it is in.
         members = snapshot.set_members("stacks")
         counted: Counter[int] = Counter()
-        for code, count in Counter(snapshot.sets["stacks"].codes[self.rows].tolist()).items():
+        for code, count in Counter(snapshot.sets["stacks"].codes.take(self.rows).tolist()).items():
             for stack in members[code]:
                 counted[stack] += count
         return counted
@@ -88,13 +90,19 @@ class Facets:
         return stack_counts(column, set_counts, snapshot.stack_set_matrix)
 
     @cached_property
-    def _complement(self) -> Rows | None:
+    def _complement(self) -> IdArray | None:
+        """The rows of the tag not in the result, for a result of most of it: none when
+        the result is the whole tag (its rows are distinct, so as many as the tag's)."""
         total = self.snapshot.num_specs
         if len(self.rows) <= total // 2:
             return None
+        if len(self.rows) == total:
+            return _NO_ROWS
         keep = np.ones(total, dtype=np.bool_)
-        keep[self.rows] = False
-        rest: Rows = np.flatnonzero(keep).astype(np.int32)
+        # Scattered by numpy's own index type: by int32 rows, numpy converts them as it
+        # goes, 2.5 ms against 1.1 for 700k rows.
+        keep[self.rows.astype(np.intp)] = False
+        rest: IdArray = keep.nonzero()[0]
         return rest
 
     def _count(
@@ -103,11 +111,11 @@ class Facets:
         """Rows per code; `everything` gives the whole tag's (asked for broad results only)."""
         check()
         if self._complement is not None:
-            return everything() - np.bincount(codes[self._complement], minlength=size)
+            return everything() - np.bincount(codes.take(self._complement), minlength=size)
         span = self._span
         if span is not None:  # a slice is read in place: no gather
             return np.bincount(codes[span[0] : span[1]], minlength=size)
-        return np.bincount(codes[self.rows], minlength=size)
+        return np.bincount(codes.take(self.rows), minlength=size)
 
     @cached_property
     def _span(self) -> tuple[int, int] | None:
@@ -138,6 +146,20 @@ def stack_counts(
     weights = np.repeat(set_counts[sets], lengths)
     summed = np.bincount(stacks, weights=weights, minlength=len(column.values))
     return summed.astype(np.int64)
+
+
+def _contenders(present: IdArray, counts: npt.NDArray[np.int64], first: int) -> IdArray:
+    """The values of `present` that can be among the `first` of most count: those
+    counting at least the `first`-th largest count (ties are ordered by name after)."""
+    if len(present) <= 4 * first:  # too few to be worth a partition
+        return present
+    own = counts[present]
+    least = np.partition(own, len(own) - first)[len(own) - first] if first else own.max() + 1
+    chosen: IdArray = present[own >= least]
+    return chosen
+
+
+_NO_ROWS: IdArray = np.zeros(0, dtype=np.intp)
 
 
 def _top_few(counted: dict[int, int], dictionary: Dictionary, first: int | None) -> list[Bucket]:

@@ -2,6 +2,8 @@
 a hash prefix, and the values of a column (one of some, none of some, a set holding one).
 
 Each can generate its rows within a scope and test given rows, as every plan node does.
+Tests gather with `take`: indexing by int32 rows or narrow codes converts them to numpy's
+own index type on every call, which made each gather 1.5 to 1.8 times as slow.
 """
 
 from __future__ import annotations
@@ -9,7 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from cachegql.index.disk.columns import Column, IdArray, Mask, Postings, Rows, SetColumn
-from cachegql.index.query.rowsets import EMPTY, SCAN_SHARE, complement, contains, union, within
+from cachegql.index.query.rowsets import (
+    EMPTY,
+    SCAN_SHARE,
+    complement,
+    contains,
+    every_row,
+    union,
+    within,
+)
 
 __all__ = [
     "Everything",
@@ -42,7 +52,7 @@ class Everything:
         return 1 << 62
 
     def rows(self, lo: int, hi: int) -> Rows:
-        return np.arange(lo, hi, dtype=np.int32)
+        return every_row(lo, hi)
 
     def test(self, rows: Rows) -> Mask:
         return np.ones(len(rows), dtype=np.bool_)
@@ -106,7 +116,7 @@ class HashLeaf:
         return within(rows, lo, hi)
 
     def test(self, rows: Rows) -> Mask:
-        ranks = self._hash_rank[rows]
+        ranks = self._hash_rank.take(rows)
         return (ranks >= self.lo_rank) & (ranks < self.hi_rank)
 
 
@@ -136,11 +146,11 @@ class ValuesLeaf:
 
     def test(self, rows: Rows) -> Mask:
         if len(self.value_ids) == 1:
-            matched: Mask = self.column.codes[rows] == self.value_ids[0]
+            matched: Mask = self.column.codes.take(rows) == self.value_ids[0]
             return matched
         if not len(self.value_ids):
             return np.zeros(len(rows), dtype=np.bool_)
-        return self._value_mask()[self.column.codes[rows]]
+        return self._value_mask().take(self.column.codes.take(rows))
 
 
 class ExceptLeaf:
@@ -192,4 +202,4 @@ class SetLeaf:
         return union(parts, lo, hi)
 
     def test(self, rows: Rows) -> Mask:
-        return self._set_mask()[self.column.codes[rows]]
+        return self._set_mask().take(self.column.codes.take(rows))

@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
 from cachegql.index.budget import check
 from cachegql.index.disk.columns import Mask, Rows
 
-__all__ = ["EMPTY", "SCAN_SHARE", "complement", "contains", "union", "within"]
+__all__ = ["EMPTY", "SCAN_SHARE", "complement", "contains", "every_row", "union", "within"]
 
 # Above this share of the scope, a union of posting lists costs more than a scan.
 SCAN_SHARE = 0.25
 EMPTY: Rows = np.zeros(0, dtype=np.int32)
+
+
+def every_row(lo: int, hi: int) -> Rows:
+    """The rows of [lo, hi), all of them. The whole of a tag (`lo` 0) is made once and
+    shared, read-only: an unfiltered page needs it for every request, and making it
+    cost 100 to 180 µs at 1M specs, whatever the page showed."""
+    if lo == 0:
+        return _whole(hi)
+    return np.arange(lo, hi, dtype=np.int32)
+
+
+@lru_cache(maxsize=16)  # a few tags, and their nodes; 4 MB each at 1M specs
+def _whole(size: int) -> Rows:
+    rows = np.arange(size, dtype=np.int32)
+    rows.flags.writeable = False
+    return rows
 
 
 def within(rows: Rows, lo: int, hi: int) -> Rows:
