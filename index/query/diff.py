@@ -25,6 +25,7 @@ from cachegql.index.disk.columns import Mask, Rows
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.query.answers import find_specs
 from cachegql.index.query.criteria import SpecCriteria
+from cachegql.index.query.rowsets import every_row
 
 __all__ = ["PackageChange", "TagDiff", "tag_diff"]
 
@@ -127,10 +128,8 @@ def _present(own: Snapshot, rows: Rows, other: Snapshot, other_rows: Rows) -> Ma
     The hashes are looked up in hash order: needles in ascending order make the binary
     searches walk `other.hash_sorted` forward, which is ~9 times faster than looking them
     up in row order (measured at 1M specs), and costs one sort of the rows' hash ranks."""
-    every_row = len(rows) == own.num_specs
-    ranks: Rows = (
-        np.arange(own.num_specs, dtype=np.int32) if every_row else np.sort(own.hash_rank[rows])
-    )
+    whole = len(rows) == own.num_specs
+    ranks: Rows = every_row(0, own.num_specs) if whole else np.sort(own.hash_rank[rows])
     found = np.zeros(own.num_specs, dtype=np.bool_)  # by hash rank in `own`
     if other.num_specs:
         chosen: Mask | None = None

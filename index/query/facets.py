@@ -30,7 +30,7 @@ class Facets:
     fewer values) are sorted in Python too. A result covering most of its tag is counted by
     its complement: the whole tag's counts are the posting list sizes, known in
     advance, minus those of the few rows left out. So a broad result costs no more than
-    a narrow one.
+    a narrow one. The rows of a result are distinct, as the planner makes them.
     """
 
     few = 256
@@ -153,8 +153,10 @@ def _contenders(present: IdArray, counts: npt.NDArray[np.int64], first: int) -> 
     counting at least the `first`-th largest count (ties are ordered by name after)."""
     if len(present) <= 4 * first:  # too few to be worth a partition
         return present
+    if not first:
+        return present[:0]
     own = counts[present]
-    least = np.partition(own, len(own) - first)[len(own) - first] if first else own.max() + 1
+    least = np.partition(own, len(own) - first)[len(own) - first]
     chosen: IdArray = present[own >= least]
     return chosen
 

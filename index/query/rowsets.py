@@ -1,9 +1,9 @@
-"""Sorted row arrays: the part within a range, a union, membership, a complement."""
+"""Sorted row arrays: every row of a range, the part within a range, a union, membership, a
+complement. Row arrays are read, never written: posting lists and `every_row` are shared."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 
@@ -18,19 +18,20 @@ EMPTY: Rows = np.zeros(0, dtype=np.int32)
 
 
 def every_row(lo: int, hi: int) -> Rows:
-    """The rows of [lo, hi), all of them. The whole of a tag (`lo` 0) is made once and
-    shared, read-only: an unfiltered page needs it for every request, and making it
-    cost 100 to 180 µs at 1M specs, whatever the page showed."""
-    if lo == 0:
-        return _whole(hi)
-    return np.arange(lo, hi, dtype=np.int32)
+    """The rows of [lo, hi), all of them: a read-only view of one shared range. An
+    unfiltered page needs every row of its tag on every request, and making them cost
+    100 to 180 µs at 1M specs, whatever the page showed."""
+    every = _EVERY[0]
+    if hi > len(every):  # grown to the largest scope met (4 MB at 1M), never shrunk
+        every = np.arange(hi, dtype=np.int32)
+        every.flags.writeable = False
+        _EVERY[0] = every  # two threads growing it at once both get a correct range
+    return every[lo:hi]
 
 
-@lru_cache(maxsize=16)  # a few tags, and their nodes; 4 MB each at 1M specs
-def _whole(size: int) -> Rows:
-    rows = np.arange(size, dtype=np.int32)
-    rows.flags.writeable = False
-    return rows
+# One range for every tag, package list and build a server has loaded, in a list so
+# that growing it is an item's assignment, not a global statement.
+_EVERY: list[Rows] = [EMPTY]
 
 
 def within(rows: Rows, lo: int, hi: int) -> Rows:
