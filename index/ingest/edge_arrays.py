@@ -5,14 +5,19 @@ a run of `kinds` (`start`, `count`). An edge's kind is a distinct edge object as
 sources share them (a source's nodes share their equal edges, see node_reader.py): 10M
 edges at 1M specs are some 600k kinds, each a target's number and codes into the
 distinct deptype and virtual tuples (`kind_targets`, `kind_deptypes`, `kind_virtuals`,
-`deptype_sets`, `virtual_sets`). An edge is then one lookup and one number (40 MB at
-1M), where three of each per edge took a third of the tag's finishing and 120 MB.
+`deptype_sets`, `virtual_sets`). An edge is then one number (40 MB at 1M), where three
+lookups per edge took a third of the tag's finishing and 120 MB. An edge object carries
+its kind (`Edge.number`, stamped with these arrays' token), so that finding it reads the
+object the node already points to: by a dict keyed by `id(edge)`, the 10M lookups of 1M
+specs took 10 s, missing the processor's caches three times each.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Container, Iterable, Mapping
+
+import numpy as np
 
 from cachegql.index.ingest.dag_nodes import Edge
 
@@ -35,10 +40,10 @@ class EdgeArrays:
         self.virtual_sets: list[tuple[str, ...]] = [()]  # code 0: provides nothing
         self._deptype_codes: dict[tuple[str, ...], int] = {}
         self._virtual_codes: dict[tuple[str, ...], int] = {(): 0}
-        # Each edge object's kind, by `id`: the objects are kept (`_kept`) so that no id
-        # is reused while they are looked up; `seal` lets them go, and ends the adding.
-        self._kind_of: dict[int, int] = {}
+        # Each kind's edge object, by kind; `seal` lets them go, and ends the adding. An
+        # object's kind is on it, stamped with `_token`: stamps of other arrays are stale.
         self._kept: list[Edge] = []
+        self._token = object()
         self._sealed = False
 
     @classmethod
@@ -60,29 +65,47 @@ class EdgeArrays:
         return found
 
     def add(self, digest: str, edges: Iterable[Edge]) -> None:
-        """Record the direct edges of `digest` (once per node)."""
+        """Record the direct edges of `digest` (once per node, in any order of nodes:
+        nodes added in the order they were read are near each other in memory)."""
         self._check_open()
         node = self.id(digest)
-        kinds, kind_of, kind = self.kinds, self._kind_of, self._kind
+        kinds, kind, token = self.kinds, self._kind, self._token
         before = self.start[node] = len(kinds)
         for edge in edges:
-            found = kind_of.get(id(edge))
-            kinds.append(kind(edge) if found is None else found)
+            kinds.append(edge.kind if edge.numbered_by is token else kind(edge))
         self.count[node] = len(kinds) - before
 
     def dangling(self, known: Container[str]) -> dict[str, Edge]:
-        """The first edge met to each node not `known`, by its hash, in the order
-        met: the first edge to a node is always a new kind, so the kinds tell it."""
+        """An edge to each node not `known`, by its hash: of the edges to that node, the
+        first of the node with the least hash (as a walk of the nodes in hash order meets
+        them), in the order that walk meets them."""
         self._check_open()
+        lost = [kind for kind, edge in enumerate(self._kept) if edge.hash not in known]
+        if not lost:
+            return {}
+        kinds = np.frombuffer(self.kinds, dtype=np.int32)
+        places = np.flatnonzero(np.isin(kinds, lost))
+        # Each place's node: the one whose run starts last at or before it.
+        start = np.frombuffer(self.start, dtype=np.int64)
+        runs = np.flatnonzero(np.frombuffer(self.count, dtype=np.int32) > 0)
+        runs = runs[np.argsort(start[runs], kind="stable")]
+        owners = runs[np.searchsorted(start[runs], places, side="right") - 1]
+        hashes = list(self.ids)
+        met = sorted(
+            (hashes[owner], place - int(start[owner]), kind)
+            for owner, place, kind in zip(
+                owners.tolist(), places.tolist(), kinds[places].tolist(), strict=True
+            )
+        )
         found: dict[str, Edge] = {}
-        for edge in self._kept:
-            if edge.hash not in known:
-                found.setdefault(edge.hash, edge)
+        for _, _, kind in met:
+            edge = self._kept[kind]
+            found.setdefault(edge.hash, edge)
         return found
 
     def seal(self) -> None:
         """No more edges: let go of the edge objects (the arrays hold all they said)."""
-        self._kind_of, self._kept, self._sealed = {}, [], True
+        self._kept, self._sealed = [], True
 
     def _check_open(self) -> None:
         if self._sealed:
@@ -90,7 +113,8 @@ class EdgeArrays:
 
     def _kind(self, edge: Edge) -> int:
         """A new kind for `edge` (its target numbered if first met)."""
-        kind = self._kind_of[id(edge)] = len(self.kind_targets)
+        kind = len(self.kind_targets)
+        edge.number(kind, self._token)
         self._kept.append(edge)
         self.kind_targets.append(self.id(edge.hash))
         code = self._deptype_codes.get(edge.deptypes)

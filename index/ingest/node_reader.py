@@ -247,8 +247,12 @@ def _texts(value: object, name: str, key: str) -> tuple[str, ...]:
     """A dependency's deptypes or virtuals: a string or a list of strings."""
     if isinstance(value, str):
         return (value,)
-    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-        return tuple(value)
+    if isinstance(value, list | tuple):
+        for item in value:  # a loop, not all() of a generator: asked twice per distinct edge
+            if not isinstance(item, str):
+                break
+        else:
+            return tuple(value)
     raise ValueError(f"dependency {name!r}: {key!r} must be a string or a list of strings")
 
 

@@ -42,7 +42,7 @@ class TagGraph:
     )
 
     def _order(self) -> list[str]:
-        """Every node's hash, sorted once for `fill` and `finish` (1 s at 1M)."""
+        """Every node's hash, sorted once for `fill` (1 s at 1M)."""
         if self._sorted is None:
             self._sorted = sorted(self.database.nodes)
         return self._sorted
@@ -122,14 +122,19 @@ class TagGraph:
     def finish(self) -> list[Edge]:
         """Fill `extras` and `edges`, drop the nodes; return the edges to hashes no
         source knows."""
-        database = self.database
+        database, stacks = self.database, self.stacks
         self.extras = TagTable(self.tag)
         self.edges = EdgeArrays()
-        for digest in self._order():
-            node = database.nodes[digest]
+        # In the order read, not by hash: the nodes and their edges are then near each
+        # other in memory (6 against 10 s at 1M specs); the arrays do not depend on it.
+        others = []
+        for digest, node in database.nodes.items():
             self.edges.add(digest, node.edges)
-            if digest not in self.stacks:
-                self.extras.add(node.record(self.tag, database.compiler_of(node), (), None), -1)
+            if digest not in stacks:
+                others.append(digest)
+        for digest in sorted(others):
+            node = database.nodes[digest]
+            self.extras.add(node.record(self.tag, database.compiler_of(node), (), None), -1)
         dangling = self.edges.dangling(known=database.nodes)
         self.edges.seal()
         for _, edge in sorted(dangling.items()):
