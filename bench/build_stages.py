@@ -6,9 +6,9 @@ Runs the CLI with the arguments given, each stage's function wrapped in a timer,
 prints the seconds spent in each (stages nest: `_read_v3` holds `_read_records` and the
 wait for the manifest reader, `sizes.result`; `_add_graph` holds `finish`;
 `write_tag_folder` holds `write_tag` and `write_text_index`, and `write_dag`, which runs
-in a thread beside them: their sum exceeds it). A stage is a whole
-function, so the timers cost nothing per spec; what a stage's own time is made of is
-cProfile's business (docs/benchmarks/ingest-speed.md).
+in a thread beside them: their sum exceeds it), then the CPU time of the build's process
+and of its helpers. A stage is a whole function, so the timers cost nothing per spec;
+what a stage's own time is made of is cProfile's business (docs/benchmarks/ingest-speed.md).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
+import resource
 import sys
 import time
 from collections import defaultdict
@@ -72,6 +73,14 @@ def main() -> None:
     print(f"{'total':20s} {time.perf_counter() - started:7.2f} s")
     for label, seconds in SECONDS.items():
         print(f"{label:20s} {seconds:7.2f} s")
+    # The build's own CPU, and its helpers' (the manifest reader): on two cores they slow
+    # each other, so a stage's wall time moves with what the other process does.
+    for label, who in (
+        ("cpu, build", resource.RUSAGE_SELF),
+        ("cpu, helpers", resource.RUSAGE_CHILDREN),
+    ):
+        usage = resource.getrusage(who)
+        print(f"{label:20s} {usage.ru_utime + usage.ru_stime:7.2f} s")
     sys.exit(code)  # a failed build fails here too
 
 

@@ -3,6 +3,8 @@ nothing written that depends on the order the nodes were added in."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 import random
 from pathlib import Path
 
@@ -83,7 +85,12 @@ def _random_graph(rng: random.Random) -> dict[str, tuple[Edge, ...]]:
     greater hashes."""
     hashes = [f"{n:04d}" for n in rng.sample(range(10_000), 40)]
     shared = [
-        Edge(rng.choice("pqr"), rng.choice(hashes), rng.choice((("build",), ("link", "run"))), ())
+        Edge(
+            rng.choice("pqr"),
+            rng.choice(hashes),
+            rng.choice((("build",), ("link", "run"))),
+            rng.choice(((), ("mpi",), ("c", "cxx"), ("blas", "lapack"))),
+        )
         for _ in range(60)
     ]
     recorded = rng.sample(hashes, 25)
@@ -132,6 +139,28 @@ def test_an_edge_numbered_by_other_arrays_is_given_a_kind_of_these() -> None:
     ]
     assert _rows(arrays, "c") == [(3, ("build", "link"), ())]
     assert len(arrays.kind_targets) == 3
+
+
+def test_a_node_s_edges_are_recorded_once() -> None:
+    arrays = EdgeArrays()
+    arrays.add("a", (_edge("z"),))
+    arrays.add("zzzz", ())
+    with pytest.raises(ValueError, match="edges of a are already recorded"):
+        arrays.add("a", (_edge("y"),))
+    with pytest.raises(ValueError, match="edges of zzzz are already recorded"):
+        arrays.add("zzzz", ())
+
+
+def test_an_edge_is_a_value_to_copy_and_pickle_numbered_or_not() -> None:
+    zlib = _edge("z", ("build",), ("c",))
+    fresh = [pickle.loads(pickle.dumps(zlib)), copy.copy(zlib)]
+    EdgeArrays.of({"a": [zlib]})
+    numbered = pickle.loads(pickle.dumps(zlib))
+    assert [*fresh, numbered] == [zlib] * 3
+    assert numbered.languages == ("c",)
+    arrays = EdgeArrays()  # a stamp that crossed a pickle is another arrays' token
+    arrays.add("b", (_edge("q"), numbered))
+    assert _rows(arrays, "b")[1] == (2, ("build",), ("c",))
 
 
 def test_nothing_is_added_or_asked_for_after_seal() -> None:

@@ -34,33 +34,35 @@ class Edge:
     languages: tuple[str, ...] = field(init=False, repr=False, compare=False)
     """The `LANGUAGES` it provides to the build (in their order): its node's compiler."""
     kind: int = field(init=False, repr=False, compare=False)
-    """The number an `EdgeArrays` gave this object (`number`), valid while `numbered_by`
-    is that arrays' token: read by an attribute, a tag's 10M edges find their kinds
-    without a lookup each (see edge_arrays.py)."""
+    """The kind an `EdgeArrays` gave this object, valid while `numbered_by` is that
+    arrays' token (-1 and None until then): a tag's 10M edges find their kinds on the
+    objects their nodes point to, without a lookup each (see edge_arrays.py)."""
     numbered_by: object = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Worked out once per pair of deptypes and virtuals: 600k edges have a few dozen.
-        key = (self.deptypes, self.virtuals)
-        languages = _LANGUAGES_OF.get(key)
-        if languages is None:
-            languages = ()
-            if self.virtuals and "build" in self.deptypes:
-                languages = tuple(lang for lang in LANGUAGES if lang in self.virtuals)
-            languages = _LANGUAGES_OF[key] = _LANGUAGE_SETS.setdefault(languages, languages)
+        languages: tuple[str, ...] = ()
+        if self.virtuals and "build" in self.deptypes:
+            # Once per set of virtuals (a few dozen in a tag), not per edge object.
+            found = _LANGUAGES_OF.get(self.virtuals)
+            if found is None:
+                found = tuple(lang for lang in LANGUAGES if lang in self.virtuals)
+                found = _LANGUAGES_OF[self.virtuals] = _LANGUAGE_SETS.setdefault(found, found)
+            languages = found
         setter = object.__setattr__
         setter(self, "languages", languages)
+        setter(self, "kind", -1)
         setter(self, "numbered_by", None)
 
     def number(self, kind: int, token: object) -> None:
-        """Give this edge object `kind` in the arrays whose token is `token` (it is a
-        value otherwise: equal edges of two sources are two objects, two kinds)."""
+        """Mark this object as of `kind` for the `EdgeArrays` whose token is `token`.
+        Equal edges of two sources are two objects, each a kind; an object is numbered
+        by one arrays at a time (a tag's, as it is finished)."""
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "numbered_by", token)
 
 
 _LANGUAGE_SETS: dict[tuple[str, ...], tuple[str, ...]] = {}
-_LANGUAGES_OF: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
+_LANGUAGES_OF: dict[tuple[str, ...], tuple[str, ...]] = {}  # by virtuals, for build edges
 
 
 class Node(NamedTuple):

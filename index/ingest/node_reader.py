@@ -248,7 +248,7 @@ def _texts(value: object, name: str, key: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if isinstance(value, list | tuple):
-        for item in value:  # a loop, not all() of a generator: asked twice per distinct edge
+        for item in value:  # a loop, not all() of a generator: asked twice per edge read
             if not isinstance(item, str):
                 break
         else:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from sys import intern
 
 import orjson
 
@@ -144,7 +145,10 @@ class PendingSizes:
                 self.view_outcomes = [unpack(outcome) for outcome in outcomes]
                 if len(self.view_outcomes) + len(self.views_read_here) != len(self._views):
                     raise RuntimeError("views read by neither process, or by both")
-                return dict(zip(names, sizes, strict=True)), problems
+                # The tag's nodes interned their hashes: these become the same objects
+                # (a million fewer strings, 80 MB at 1M specs, and each lookup by a
+                # node's hash ends at its identity).
+                return dict(zip(map(intern, names), sizes, strict=True)), problems
             except (EOFError, OSError):  # the process ended without them: read them here
                 pass
             finally:
