@@ -88,7 +88,9 @@ class EdgeArrays:
         if not lost:
             return {}
         kinds = np.frombuffer(self.kinds, dtype=np.int32)
-        places = np.flatnonzero(np.isin(kinds, lost))
+        is_lost = np.zeros(len(self._kept), dtype=np.bool_)
+        is_lost[lost] = True
+        places = np.flatnonzero(is_lost[kinds])
         # Each place's node (the run it is in: runs do not overlap, each node has one),
         # its rank by hash, and its place within the run.
         start = np.frombuffer(self.start, dtype=np.int64)

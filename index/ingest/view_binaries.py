@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from sys import intern
 
 from cachegql.index.ingest.inflate import inflated
 from cachegql.index.ingest.locations import Location, Opener, ReadError
@@ -90,9 +89,7 @@ def held_binaries(
     """The binaries of `view` (as its `outcome` has them) that the mirror's index holds:
     a view written after the index (a stack's pipeline pushes its view before the index
     is rebuilt) may list binaries the index does not have yet, named and left out."""
-    # The index's nodes interned their hashes: a view's become those objects (a string
-    # less per binary, and each lookup of the tag's stacks ends at its identity).
-    hashes = frozenset(map(intern, outcome.hashes))
+    hashes = outcome.hashes
     missing = sorted(digest for digest in hashes if digest not in database.nodes)
     if not missing:
         return hashes
