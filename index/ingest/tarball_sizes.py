@@ -145,18 +145,15 @@ class PendingSizes:
                 self.view_outcomes = [unpack(outcome) for outcome in outcomes]
                 if len(self.view_outcomes) + len(self.views_read_here) != len(self._views):
                     raise RuntimeError("views read by neither process, or by both")
-                # The tag's nodes interned their hashes: these become the same objects
-                # (a million fewer strings, 80 MB at 1M specs, and each lookup by a
-                # node's hash ends at its identity).
-                return dict(zip(map(intern, names), sizes, strict=True)), problems
+                return _by_node_hash(names, sizes), problems
             except (EOFError, OSError):  # the process ended without them: read them here
                 pass
             finally:
                 self.cancel()
         stock = FileStock(STOCK_KIND)
-        found = tarball_sizes(self._specs, stock)
+        found, problems = tarball_sizes(self._specs, stock)
         self.stock = stock.digest()
-        return found
+        return _by_node_hash(found.keys(), found.values()), problems
 
     def view_outcomes_read(self, opener: Opener) -> list[ViewOutcome]:
         """Each view's outcome, in order, once the sizes are in: as this process read it
@@ -362,6 +359,13 @@ def _peak_rss_mb() -> int:
         return int(status.split("VmHWM:", 1)[1].split()[0]) // _KB_PER_MB
     except (OSError, IndexError, ValueError):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // _KB_PER_MB
+
+
+def _by_node_hash(hashes: Iterable[str], sizes: Iterable[int]) -> dict[str, int]:
+    """The sizes by hash, each hash the tag's node's own string: its nodes interned their
+    hashes (a million fewer strings, 80 MB at 1M specs, and a lookup by a node's hash
+    ends at its identity)."""
+    return dict(zip(map(intern, hashes), sizes, strict=True))
 
 
 def _hash_of(path: str) -> str:
