@@ -80,6 +80,7 @@ from cachegql.index.query.estimate import UNBOUNDED_READS, package_reads, spec_r
 from cachegql.index.query.facets import Bucket, Facets
 from cachegql.index.query.hashes import full_hash, missing_hashes
 from cachegql.index.query.nearest import Difference, Near, Wanted, nearest, wanted_from_query
+from cachegql.index.query.search import WordsMatched
 from cachegql.index.records import Problem, SpecRecord
 from cachegql.index.spack import (
     SHORT_HASH_LENGTH,
@@ -160,6 +161,7 @@ __all__ = [
     "UnknownTagError",
     "Variant",
     "Wanted",
+    "WordsMatched",
     "build_index",
     "check_environment",
     "compatibility",

@@ -54,7 +54,10 @@ def package_connection(
     store = context.store
     snapshot = store.snapshot(tag)
     criteria = package_criteria(filter)
-    ids = find_packages(snapshot, criteria, search=search, scope=scope)
+    words = context.words_matched(snapshot.tag)
+    ids = find_packages(
+        snapshot, criteria, search=search, scope=scope, words=words, ordered=first != 0
+    )
     key = fingerprint(store.build_id, snapshot.tag, "packages", scope, criteria, search)
     page = window(key, len(ids), first, after, context.max_first)
     page_ids = ids[page.start : page.stop].tolist()

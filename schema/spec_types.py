@@ -354,7 +354,11 @@ def spec_connection(
     store = context.store
     snapshot = store.snapshot(tag)
     criteria = spec_criteria(filter)
-    rows = find_specs(snapshot, criteria, query=query, search=search, scope=scope)
+    words = context.words_matched(snapshot.tag)
+    # A page of none (a count and facets: the web app's search) needs no order.
+    rows = find_specs(
+        snapshot, criteria, query=query, search=search, scope=scope, words=words, ordered=first != 0
+    )
     key = fingerprint(store.build_id, snapshot.tag, "specs", scope, criteria, query, search)
     connection = spec_page(context, snapshot, rows, key, first, after)
     asked = asked_hashes(filter)

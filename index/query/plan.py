@@ -68,8 +68,8 @@ class Node(Protocol):
         """An upper bound on how many rows match, cheap to compute."""
 
     def rows(self, lo: int, hi: int) -> Rows:
-        """The matching rows within [lo, hi), ascending; read, never written (they may be
-        a shared array: a posting list, every row of the tag)."""
+        """The matching rows within [lo, hi), strictly ascending (so distinct); read,
+        never written (they may be a shared array: a posting list, every row of the tag)."""
 
     def test(self, rows: Rows) -> Mask:
         """For each of `rows`, whether it matches."""
