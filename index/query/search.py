@@ -284,7 +284,7 @@ def _to_packages(snapshot: Snapshot, specs: Ranked) -> Ranked:
 
 def _scored(scores: dict[int, float], weight: float) -> Ranked:
     """The ids of `scores` ascending, each with its score times `weight` (read as arrays:
-    `py` names a thousand packages, and a loop over them took 0.3 ms)."""
+    `py` names 2,661 packages at 1M specs, and a loop over them took 0.3 ms)."""
     ids = np.fromiter(scores.keys(), dtype=np.int32, count=len(scores))
     values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
     order = ids.argsort()  # the keys are distinct
