@@ -642,6 +642,9 @@ def test_negative_first_is_a_user_error(gql: GraphQLClient) -> None:
         '{ stack(name: "root") { specs(first: -1) { totalCount } } }',
         '{ stack(name: "root") { packages(first: -1) { totalCount } } }',
         '{ package(name: "hdf5") { specs(first: -1) { totalCount } } }',
+        # A search's rows are put in order unless the page is empty: a bad `first` still fails.
+        '{ specs(search: "zlib", first: -1) { totalCount } }',
+        '{ packages(search: "zlib", first: -1) { totalCount } }',
     ]
     for query in queries:
         error = gql.error(query)
