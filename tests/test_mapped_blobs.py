@@ -18,9 +18,11 @@ import pytest
 
 from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
 from cachegql.index import build_index
-from cachegql.index.build import BuildReport
+from cachegql.index.build import BuildError, BuildReport
 from cachegql.index.ingest import files, spackdb
-from cachegql.index.ingest.locations import Location, Opener
+from cachegql.index.ingest.identity import RecordingOpener
+from cachegql.index.ingest.locations import Location, Opener, ReadError
+from tests import mirror_builder as mb
 
 CONFIG = MirrorConfig(specs=300, packages=40, stacks=3, seed=11, dangling=3)
 
@@ -100,3 +102,99 @@ def test_only_a_file_named_by_its_digest_is_mapped(
     mapped.close()
     read = opener.read_verified(Location.of(index), digest)
     assert isinstance(read, bytes) and read == content
+
+
+def _root_blob(mirror: Path, into: Path) -> Path:
+    """A copy of `mirror` in `into`, and the blob of its root index (the largest blob)."""
+    changed = Path(shutil.copytree(mirror, into))
+    blobs = sorted((changed / "blobs").rglob("*"), key=lambda p: p.stat().st_size)
+    return blobs[-1]
+
+
+@pytest.mark.parametrize("mapped", [False, True], ids=["read whole", "mapped"])
+def test_an_index_blob_parsed_beside_its_hash_stands_only_once_verified(
+    written: MirrorSummary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapped: bool
+) -> None:
+    """The root index is parsed while a thread hashes it (`Opener.read_verifying`): a
+    blob that parses well but is not the one its manifest names gives no specs."""
+    blob = _root_blob(written.mirror, tmp_path / "changed")
+    data = blob.read_bytes()
+    at = data.index(b'"version":"', len(data) // 2) + len(b'"version":"')
+    assert data[at : at + 1].isdigit()
+    blob.write_bytes(data[:at] + (b"7" if data[at : at + 1] != b"7" else b"6") + data[at + 1 :])
+    monkeypatch.setattr(files, "_HASH_BESIDE_FROM", 0)  # hashed in a thread, however small
+    if mapped:
+        _mapped(monkeypatch)
+    with pytest.raises(BuildError) as raised:
+        _build(tmp_path / "changed", tmp_path / "ix")
+    assert "checksum mismatch: expected sha256" in str(raised.value)
+    assert not (tmp_path / "ix").exists()
+
+
+def test_an_index_blob_that_breaks_its_parse_is_a_checksum_mismatch(
+    written: MirrorSummary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes that are not the blob explain why they do not parse: the mismatch is the
+    problem told, as when the blob was hashed before it was parsed."""
+    blob = _root_blob(written.mirror, tmp_path / "changed")
+    data = blob.read_bytes()
+    at = data.index(b'"installs":{') + len(b'"installs":')
+    blob.write_bytes(data[:at] + b"[" + data[at + 1 :])
+    monkeypatch.setattr(files, "_HASH_BESIDE_FROM", 0)
+    with pytest.raises(BuildError) as raised:
+        _build(tmp_path / "changed", tmp_path / "ix")
+    assert "checksum mismatch: expected sha256" in str(raised.value)
+    assert "JSON" not in str(raised.value)
+
+
+def test_read_verifying_gives_the_bytes_and_a_check_to_wait_for(tmp_path: Path) -> None:
+    content = b'{"database": {"version": "8", "installs": {}}}'
+    digest = hashlib.sha256(content).hexdigest()
+    blob = tmp_path / digest
+    blob.write_bytes(content)
+    data, verified = Opener().read_verifying(Location.of(blob), digest)
+    assert data == content
+    verified()  # the bytes are the blob's: nothing raised
+    blob.write_bytes(content.replace(b"8", b"7"))
+    data, verified = Opener().read_verifying(Location.of(blob), digest)
+    assert b'"7"' in data  # given before verified ...
+    with pytest.raises(ReadError, match="checksum mismatch"):
+        verified()  # ... and refused once they are
+    other = tmp_path / "index.json"  # not named by its digest: read whole, never mapped
+    other.write_bytes(content.replace(b"8", b"7") + b" " * (2 << 20))
+    data, verified = Opener().read_verifying(Location.of(other), digest)
+    assert isinstance(data, bytes) and b'"7"' in data
+    with pytest.raises(ReadError, match="checksum mismatch"):
+        verified()
+
+
+def test_a_large_body_read_for_a_fingerprint_is_hashed_beside(tmp_path: Path) -> None:
+    """`RecordingOpener` hashes a body of 1 MB or more in a thread; its digest is the
+    body's sha256 all the same, and a failed check is remembered as a failure."""
+    index = tmp_path / "index.json"
+    index.write_bytes(b"x" * (2 << 20))
+    opener = RecordingOpener(Opener())
+    assert opener.read(Location.of(index)) == index.read_bytes()
+    assert opener.digest(Location.of(index)) == hashlib.sha256(index.read_bytes()).hexdigest()
+    blob = tmp_path / ("0" * 64)
+    blob.write_bytes(b"not the blob")
+    _, verified = opener.read_verifying(Location.of(blob), "0" * 64)
+    with pytest.raises(ReadError):
+        verified()
+    with pytest.raises(ReadError, match="checksum mismatch"):
+        opener.digest(Location.of(blob))
+
+
+def test_a_v2_index_parsed_beside_its_hash_stands_only_once_verified(
+    written: MirrorSummary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A v2 `index.json` with an `index.json.hash` is parsed while a thread hashes it:
+    an index that parses well but is not the one its hash names gives no specs."""
+    monkeypatch.setattr(files, "_HASH_BESIDE_FROM", 0)
+    index = _root_blob(written.mirror, tmp_path / "v3").read_bytes()
+    mb.write_v2_mirror(index, tmp_path / "mirror")
+    assert _build(tmp_path / "mirror", tmp_path / "whole").specs == CONFIG.specs
+    mb.corrupt_v2_hash(tmp_path / "mirror")
+    with pytest.raises(BuildError) as raised:
+        _build(tmp_path / "mirror", tmp_path / "ix")
+    assert "checksum mismatch" in str(raised.value)

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from cachegql.index.ingest.files import Blob, read_regular, reason
-from cachegql.index.ingest.inflate import read_blob
+from cachegql.index.ingest.inflate import verified_blob
 from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.seen_nodes import SeenNodes
@@ -155,7 +155,9 @@ def _read_v3(root: Location, opener: Opener, label: str, seen: SeenNodes | None)
         else PendingSizes(root.join(*V3_SPECS).path, views=readable, limits=opener.limits)
     )
     try:
-        database = _database(read_blob(blob, checksum, opener), str(index.join(MANIFEST)), seen)
+        # Parsed while its checksum is verified beside: the database stands once it is.
+        with verified_blob(blob, checksum, opener) as index_data:
+            database = _database(index_data, str(index.join(MANIFEST)), seen)
         data = CacheData(
             str(root), database, {label: binaries(database)}, base=str(root), layout="v3"
         )
@@ -234,13 +236,15 @@ def _read_v2(root: Location, opener: Opener, label: str, seen: SeenNodes | None)
     except NotFoundError:
         expected = None
     try:
-        data = opener.read(index) if expected is None else opener.read_verified(index, expected)
+        if expected is None:
+            database = _database(opener.read(index), str(index), seen)
+        else:  # parsed while it is checked against its hash
+            with opener.verifying(index, expected) as data:
+                database = _database(data, str(index), seen)
     except NotFoundError:
         if folder.is_url or not _has_spec_files(folder):
             raise
         database = read_spec_files(folder)
-    else:
-        database = _database(data, str(index), seen)
     return CacheData(
         str(root), database, {label: binaries(database)}, base=str(folder), layout="v2"
     )

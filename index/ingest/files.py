@@ -17,12 +17,14 @@ import hashlib
 import mmap
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import BinaryIO
 
 __all__ = [
     "Blob",
     "NotRegularFileError",
+    "PendingSha256",
     "TooLargeError",
     "describe_mode",
     "map_regular",
@@ -53,6 +55,7 @@ _CHUNK = 1 << 20
 # used already a span at a time (`release`).
 _MAP_FROM = 64 << 20
 _SPAN = 64 << 20
+_HASH_BESIDE_FROM = 1 << 20
 
 
 class NotRegularFileError(OSError):
@@ -174,6 +177,44 @@ def sha256_of(data: Blob) -> str:
             digest.update(view[start : start + _SPAN])
             release(data, start + _SPAN)
     return digest.hexdigest()
+
+
+class PendingSha256:
+    """The sha256 of `data`, found in a thread of its own while the caller goes on
+    (hashlib gives up the GIL on large buffers: the other core); `result()` waits for it.
+    Data of less than a MB is hashed at once: a thread costs ~0.1 ms to start.
+
+    At 1M specs, hashing a v3 index blob of 1.8 GB took 1.6 to 2.9 s before its parse
+    could start; beside the parse it costs the build none of its wall time.
+    """
+
+    def __init__(self, data: Blob) -> None:
+        self._digest = ""
+        self._error: Exception | None = None
+        self._thread: threading.Thread | None = None
+        if len(data) < _HASH_BESIDE_FROM:
+            self._run(data)
+            return
+        self._thread = threading.Thread(target=self._run, args=(data,), name="sha256", daemon=True)
+        self._thread.start()
+
+    def _run(self, data: Blob) -> None:
+        try:
+            self._digest = sha256_of(data)
+        except Exception as exc:  # handed to whoever waits for the digest
+            self._error = exc
+
+    @property
+    def found(self) -> bool:
+        """Whether the digest was found at once (small data): `result()` does not wait."""
+        return self._thread is None
+
+    def result(self) -> str:
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._digest
 
 
 def _read_fd(fd: int, status: os.stat_result, limit: int | None, path: Path | str) -> bytes:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -33,7 +33,7 @@ from cachegql.index.ingest.buildcache import (
     view_names,
 )
 from cachegql.index.ingest.file_stock import FileStock
-from cachegql.index.ingest.files import Blob
+from cachegql.index.ingest.files import Blob, PendingSha256
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.spackdb import SourceFormatError
@@ -72,7 +72,7 @@ class RecordingOpener(Opener):
 
     def __init__(self, opener: Opener) -> None:
         super().__init__(opener.reader, opener.limits)
-        self.digests: dict[str, str | None] = {}
+        self.digests: dict[str, str | PendingSha256 | None] = {}
         # Reads that failed otherwise than by a missing location (a 503, a timeout, a
         # checksum mismatch, a blob a manifest names but is missing): a tag with any of
         # them is not what its sources hold, so it gets no fingerprint.
@@ -94,7 +94,9 @@ class RecordingOpener(Opener):
         except ReadError as exc:
             self.failures[location.text] = str(exc)
             raise
-        self.digests[location.text] = _sha(data)
+        # A large body (a v2 index.json) is hashed beside its parse, on the other core.
+        pending = PendingSha256(data)
+        self.digests[location.text] = pending.result() if pending.found else pending
         return data
 
     def read_verified(self, location: Location, sha256: str) -> Blob:
@@ -105,6 +107,23 @@ class RecordingOpener(Opener):
             raise
         self.digests[location.text] = sha256.lower()
         return data
+
+    def read_verifying(self, location: Location, sha256: str) -> tuple[Blob, Callable[[], None]]:
+        try:
+            data, verified = super().read_verifying(location, sha256)
+        except ReadError as exc:
+            self.failures[location.text] = str(exc)
+            raise
+
+        def recorded() -> None:
+            try:
+                verified()
+            except ReadError as exc:
+                self.failures[location.text] = str(exc)
+                raise
+            self.digests[location.text] = sha256.lower()
+
+        return data, recorded
 
     def read_elsewhere(
         self, location: Location, sha256: str | None = None, failure: str | None = None
@@ -133,6 +152,8 @@ class RecordingOpener(Opener):
         digest = self.digests[location.text]
         if digest is None:
             raise NotFoundError(f"{location}: not found")
+        if isinstance(digest, PendingSha256):
+            digest = self.digests[location.text] = digest.result()
         return digest
 
 

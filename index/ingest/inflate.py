@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from cachegql.index.ingest.files import Blob
 from cachegql.index.ingest.limits import SourceLimits, over_limit
 from cachegql.index.ingest.locations import Location, Opener
 from cachegql.index.ingest.spackdb import SourceFormatError
 
-__all__ = ["GZIP", "GZIP_OR_ZLIB", "Inflater", "gunzip", "inflated", "read_blob"]
+__all__ = [
+    "GZIP",
+    "GZIP_OR_ZLIB",
+    "Inflater",
+    "gunzip",
+    "inflated",
+    "read_blob",
+    "verified_blob",
+]
 
 PIECE = 1 << 20
 GZIP = 16 + zlib.MAX_WBITS
@@ -78,6 +87,14 @@ def read_blob(blob: Location, checksum: str, opener: Opener) -> Blob:
     """A blob's bytes, checksum verified, inflated when gzipped (a v3 mirror's index and
     views, an OCI registry's index layer)."""
     return inflated(opener.read_verified(blob, checksum), blob, opener)
+
+
+@contextmanager
+def verified_blob(blob: Location, checksum: str, opener: Opener) -> Iterator[Blob]:
+    """`read_blob`'s bytes for the block to read while their checksum is verified beside
+    (`Opener.verifying`: the block's outcome stands once they are)."""
+    with opener.verifying(blob, checksum) as data:
+        yield inflated(data, blob, opener)
 
 
 def inflated(data: Blob, blob: Location, opener: Opener) -> Blob:

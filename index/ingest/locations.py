@@ -27,6 +27,7 @@ from urllib.parse import unquote, urljoin, urlparse
 from cachegql.index.ingest.files import (
     Blob,
     NotRegularFileError,
+    PendingSha256,
     map_regular,
     read_regular,
     reason,
@@ -211,12 +212,35 @@ class Opener:
             )
         named_by_digest = location.path.name.lower() == sha256.lower()
         data = self._local(location, map_regular if named_by_digest else read_regular)
-        actual = sha256_of(data)
-        if actual != sha256.lower():
-            raise ReadError(
-                f"{location}: checksum mismatch: expected sha256 {sha256}, the file has {actual}"
-            )
+        _check(location, sha256, sha256_of(data))
         return data
+
+    def read_verifying(self, location: Location, sha256: str) -> tuple[Blob, Callable[[], None]]:
+        """`read_verified`'s bytes, given before they are verified, and a call that returns
+        once they are (ReadError on a mismatch): nothing read from the bytes stands until
+        it has returned (see `verifying`). A local file is hashed in a thread while the
+        caller parses it (read as `read_verified` reads it); a URL's body is verified
+        by the reader before it is given."""
+        if location.is_url:
+            return self.read_verified(location, sha256), _nothing_to_wait_for
+        named_by_digest = location.path.name.lower() == sha256.lower()
+        data = self._local(location, map_regular if named_by_digest else read_regular)
+        hashing = PendingSha256(data)
+        return data, lambda: _check(location, sha256, hashing.result())
+
+    @contextmanager
+    def verifying(self, location: Location, sha256: str) -> Iterator[Blob]:
+        """`read_verifying`'s bytes for the block to read while they are verified: the
+        block's outcome stands once they are, and a mismatch raises ReadError as it ends,
+        instead of any error of the block's own (bytes that are not what the checksum
+        names explain it)."""
+        data, verified = self.read_verifying(location, sha256)
+        try:
+            yield data
+        except Exception:
+            verified()
+            raise
+        verified()
 
     def _local(self, location: Location, read: Callable[[Path], _B]) -> _B:
         try:
@@ -236,3 +260,14 @@ class Opener:
         if self.reader is None:
             raise ReadError(f"{location}: URLs can only be read by `cachegql index`")
         return self.reader
+
+
+def _check(location: Location, sha256: str, actual: str) -> None:
+    if actual != sha256.lower():
+        raise ReadError(
+            f"{location}: checksum mismatch: expected sha256 {sha256}, the file has {actual}"
+        )
+
+
+def _nothing_to_wait_for() -> None:
+    """`read_verifying`'s check of bytes verified before they were given."""
