@@ -235,6 +235,7 @@ class _TagBuild:
         self.specs: dict[str, int] = {}
         self.reused: list[str] = []
         self.compared = 0  # tags that a previous build was asked for
+        self.read_since_collected = False  # a tag was read (not reused): its cycles remain
 
     @property
     def total(self) -> int:
@@ -243,12 +244,14 @@ class _TagBuild:
     def run(self, plan: Plan) -> None:
         self.result = ingest_pages(plan, strict=self.strict, on_source=self.count)
         requests = caches_by_tag(plan)
-        for number, tag in enumerate(sorted(set(self.result.tables) | set(requests))):
-            if number:
-                # The last tag's records and cycles go before this one is read (the
-                # collector is paused); after the last tag, only the build's end would wait
-                # for them (0.8 s at 1M specs), and its exit frees them anyway.
+        for tag in sorted(set(self.result.tables) | set(requests)):
+            if self.read_since_collected:
+                # The previous tag's cycles go before this one is read (the collector is
+                # paused). None is run after the last tag: a CLI build's exit frees them,
+                # where a collection made it wait 0.8 s at 1M specs; a build run in a
+                # longer process leaves them to its collector, once it is running again.
                 gc.collect()
+                self.read_since_collected = False
             self._tag(tag, requests.get(tag, []))
 
     def _tag(self, tag: str, requests: list[CacheRequest]) -> None:
@@ -273,6 +276,7 @@ class _TagBuild:
         # read through the opener, as read; what the ingest reads past it (the listings,
         # spec manifests and spec files of local mirrors), by names, sizes and times taken
         # before it reads them. Nothing is read for the fingerprint after the ingest.
+        self.read_since_collected = True
         recording = RecordingOpener(self.opener)
         if cached_only:
             take_stock(requests, recording)
@@ -291,7 +295,7 @@ class _TagBuild:
             self._report(Problem(f"tag {tag}", _cycle_message(exc)))
             return
         finally:
-            del table, graph  # the tag's records go now, its cycles before the next tag
+            del table, graph  # the tag's records go now, its cycles before the next tag is read
         fingerprint = None
         # A tag missing a cache, or any part of one, that failed to read is no picture of
         # its sources: without a fingerprint, it is read again next time.
@@ -363,8 +367,8 @@ def _write_manifest(
 def collector_paused() -> Iterator[None]:
     """Pause Python's cycle collector while the ingest allocates millions of objects
     that all live until their tag is written: scanning them again and again made reading
-    a large index five times slower (28 MB/s of JSON instead of 160). A tag's objects are
-    collected once, after it is written (`_TagBuild`)."""
+    a large index five times slower (28 MB/s of JSON instead of 160). A tag's cycles are
+    collected once, before the next tag is read (`_TagBuild.run`)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

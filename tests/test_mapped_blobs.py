@@ -13,6 +13,7 @@ import hashlib
 import mmap
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,25 +148,33 @@ def test_an_index_blob_that_breaks_its_parse_is_a_checksum_mismatch(
     assert "JSON" not in str(raised.value)
 
 
-def test_read_verifying_gives_the_bytes_and_a_check_to_wait_for(tmp_path: Path) -> None:
+def test_read_verifying_gives_the_bytes_and_a_check_to_wait_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files, "_HASH_BESIDE_FROM", 0)
     content = b'{"database": {"version": "8", "installs": {}}}'
     digest = hashlib.sha256(content).hexdigest()
     blob = tmp_path / digest
     blob.write_bytes(content)
-    data, verified = Opener().read_verifying(Location.of(blob), digest)
+    data, check = Opener().read_verifying(Location.of(blob), digest)
     assert data == content
-    verified()  # the bytes are the blob's: nothing raised
+    check.wait()  # the bytes are the blob's: nothing raised
     blob.write_bytes(content.replace(b"8", b"7"))
-    data, verified = Opener().read_verifying(Location.of(blob), digest)
+    data, check = Opener().read_verifying(Location.of(blob), digest)
     assert b'"7"' in data  # given before verified ...
     with pytest.raises(ReadError, match="checksum mismatch"):
-        verified()  # ... and refused once they are
+        check.wait()  # ... and refused once they are
+    assert check.hashing is not None and check.hashing.done
+    with pytest.raises(ReadError, match="checksum mismatch"):
+        check.poll()  # the hash is found: a poll says so too
     other = tmp_path / "index.json"  # not named by its digest: read whole, never mapped
-    other.write_bytes(content.replace(b"8", b"7") + b" " * (2 << 20))
-    data, verified = Opener().read_verifying(Location.of(other), digest)
+    other.write_bytes(content.replace(b"8", b"7"))
+    data, check = Opener().read_verifying(Location.of(other), digest)
     assert isinstance(data, bytes) and b'"7"' in data
     with pytest.raises(ReadError, match="checksum mismatch"):
-        verified()
+        check.wait()
+    with pytest.raises(ReadError, match="checksum mismatch"):
+        Opener().read_verified(Location.of(other), digest)
 
 
 def test_a_large_body_read_for_a_fingerprint_is_hashed_beside(tmp_path: Path) -> None:
@@ -178,9 +187,9 @@ def test_a_large_body_read_for_a_fingerprint_is_hashed_beside(tmp_path: Path) ->
     assert opener.digest(Location.of(index)) == hashlib.sha256(index.read_bytes()).hexdigest()
     blob = tmp_path / ("0" * 64)
     blob.write_bytes(b"not the blob")
-    _, verified = opener.read_verifying(Location.of(blob), "0" * 64)
+    _, check = opener.read_verifying(Location.of(blob), "0" * 64)
     with pytest.raises(ReadError):
-        verified()
+        check.wait()
     with pytest.raises(ReadError, match="checksum mismatch"):
         opener.digest(Location.of(blob))
 
@@ -198,3 +207,56 @@ def test_a_v2_index_parsed_beside_its_hash_stands_only_once_verified(
     with pytest.raises(BuildError) as raised:
         _build(tmp_path / "mirror", tmp_path / "ix")
     assert "checksum mismatch" in str(raised.value)
+
+
+def test_a_hashed_v2_index_is_reused_by_its_verified_digest(
+    written: MirrorSummary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest a verified read records is what the next build's fingerprint compares:
+    a local v2 mirror with its `.hash`, unchanged, is reused."""
+    monkeypatch.setattr(files, "_HASH_BESIDE_FROM", 0)
+    mb.write_v2_mirror(_root_blob(written.mirror, tmp_path / "v3").read_bytes(), tmp_path / "m")
+    first = _build(tmp_path / "m", tmp_path / "ix")
+    again = _build(tmp_path / "m", tmp_path / "ix")
+    assert (first.reused, again.reused) == ([], ["develop"])
+
+
+def test_a_damaged_blob_is_never_parsed_whole_before_it_is_verified(
+    written: MirrorSummary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blob cut short has no last record to end the scan: it would be parsed as one
+    document (gigabytes of objects at 1M specs). The check is waited for first."""
+    blob = _root_blob(written.mirror, tmp_path / "changed")
+    blob.write_bytes(blob.read_bytes()[: blob.stat().st_size // 2])
+    monkeypatch.setattr(files, "_HASH_BESIDE_FROM", 0)
+    parsed_whole: list[int] = []
+    real_json = spackdb._json
+
+    def parse_whole(data: bytes, source: str) -> Any:
+        parsed_whole.append(len(data))
+        return real_json(data, source)
+
+    monkeypatch.setattr(spackdb, "_json", parse_whole)
+    with pytest.raises(BuildError, match="checksum mismatch"):
+        _build(tmp_path / "changed", tmp_path / "ix")
+    assert parsed_whole == []
+
+
+def test_a_parse_stops_once_its_bytes_are_known_not_to_be_the_blob(
+    written: MirrorSummary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check is polled as the parse drops pages: bytes that parse well but are not
+    the blob stop the parse at the next poll once the hash is known, not at its end."""
+    _mapped(monkeypatch)
+    monkeypatch.setattr(files, "_HASH_BESIDE_FROM", 0)
+    blob = _root_blob(written.mirror, tmp_path / "changed")
+    data = blob.read_bytes()
+    at = data.rindex(b'"version":"') + len(b'"version":"')
+    blob.write_bytes(data[:at] + (b"7" if data[at : at + 1] != b"7" else b"6") + data[at + 1 :])
+    read, check = Opener().read_verifying(Location.of(blob), blob.name)
+    assert check.hashing is not None
+    check.hashing.result()  # known before the parse starts
+    with pytest.raises(ReadError, match="checksum mismatch"):
+        spackdb.read_database(read, str(blob), None, check)
+    read_whole, _ = Opener().read_verifying(Location.of(blob), blob.name)
+    assert len(spackdb.read_database(read_whole, str(blob)).nodes) > 0  # unchecked: it parses

@@ -26,9 +26,15 @@ from typing import Any
 import orjson
 
 from cachegql.index.ingest.files import Blob, read_regular, reason
-from cachegql.index.ingest.inflate import verified_blob
+from cachegql.index.ingest.inflate import verifying_blob
 from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
-from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
+from cachegql.index.ingest.locations import (
+    Location,
+    NotFoundError,
+    Opener,
+    PendingCheck,
+    ReadError,
+)
 from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import (
     SUPPORTED_DB_VERSIONS,
@@ -156,8 +162,8 @@ def _read_v3(root: Location, opener: Opener, label: str, seen: SeenNodes | None)
     )
     try:
         # Parsed while its checksum is verified beside: the database stands once it is.
-        with verified_blob(blob, checksum, opener) as index_data:
-            database = _database(index_data, str(index.join(MANIFEST)), seen)
+        with verifying_blob(blob, checksum, opener) as (index_data, check):
+            database = _database(index_data, str(index.join(MANIFEST)), seen, check)
         data = CacheData(
             str(root), database, {label: binaries(database)}, base=str(root), layout="v3"
         )
@@ -239,9 +245,9 @@ def _read_v2(root: Location, opener: Opener, label: str, seen: SeenNodes | None)
         if expected is None:
             database = _database(opener.read(index), str(index), seen)
         else:  # parsed while it is checked against its hash
-            with opener.verifying(index, expected) as data:
-                database = _database(data, str(index), seen)
-    except NotFoundError:
+            with opener.verifying(index, expected) as (data, check):
+                database = _database(data, str(index), seen, check)
+    except NotFoundError:  # from the reads: a parse raises no NotFoundError
         if folder.is_url or not _has_spec_files(folder):
             raise
         database = read_spec_files(folder)
@@ -350,9 +356,11 @@ def read_listing(
     return entries, problems
 
 
-def _database(data: Blob, source: str, seen: SeenNodes | None = None) -> Database:
+def _database(
+    data: Blob, source: str, seen: SeenNodes | None = None, check: PendingCheck | None = None
+) -> Database:
     try:
-        return read_database(data, source, seen)
+        return read_database(data, source, seen, check)
     except SourceFormatError as exc:
         raise SourceFormatError(f"{source}: {exc}") from None
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -34,7 +34,13 @@ from cachegql.index.ingest.buildcache import (
 )
 from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.files import Blob, PendingSha256
-from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
+from cachegql.index.ingest.locations import (
+    Location,
+    NotFoundError,
+    Opener,
+    PendingCheck,
+    ReadError,
+)
 from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.spackdb import SourceFormatError
 from cachegql.index.ingest.tarball_sizes import STOCK_KIND, manifest_paths
@@ -94,36 +100,19 @@ class RecordingOpener(Opener):
         except ReadError as exc:
             self.failures[location.text] = str(exc)
             raise
-        # A large body (a v2 index.json) is hashed beside its parse, on the other core.
+        # A large body (an index.json without its .hash) is hashed beside its parse.
         pending = PendingSha256(data)
-        self.digests[location.text] = pending.result() if pending.found else pending
+        self.digests[location.text] = pending.result() if pending.done else pending
         return data
 
-    def read_verified(self, location: Location, sha256: str) -> Blob:
+    def read_verifying(self, location: Location, sha256: str) -> tuple[Blob, PendingCheck]:
+        # `read_verified` too: it waits for this check.
         try:
-            data = super().read_verified(location, sha256)
+            data, check = super().read_verifying(location, sha256)
         except ReadError as exc:  # a missing blob too: its manifest names it
             self.failures[location.text] = str(exc)
             raise
-        self.digests[location.text] = sha256.lower()
-        return data
-
-    def read_verifying(self, location: Location, sha256: str) -> tuple[Blob, Callable[[], None]]:
-        try:
-            data, verified = super().read_verifying(location, sha256)
-        except ReadError as exc:
-            self.failures[location.text] = str(exc)
-            raise
-
-        def recorded() -> None:
-            try:
-                verified()
-            except ReadError as exc:
-                self.failures[location.text] = str(exc)
-                raise
-            self.digests[location.text] = sha256.lower()
-
-        return data, recorded
+        return data, _RecordedCheck(check.location, check.sha256, check.hashing, self)
 
     def read_elsewhere(
         self, location: Location, sha256: str | None = None, failure: str | None = None
@@ -155,6 +144,21 @@ class RecordingOpener(Opener):
         if isinstance(digest, PendingSha256):
             digest = self.digests[location.text] = digest.result()
         return digest
+
+
+@dataclass(frozen=True)
+class _RecordedCheck(PendingCheck):
+    """A check whose outcome its `RecordingOpener` keeps: the digest, or the failure."""
+
+    opener: RecordingOpener
+
+    def wait(self) -> None:
+        try:
+            super().wait()
+        except ReadError as exc:
+            self.opener.failures[self.location.text] = str(exc)
+            raise
+        self.opener.digests[self.location.text] = self.sha256.lower()
 
 
 def tag_fingerprint(

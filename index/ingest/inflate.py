@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from cachegql.index.ingest.files import Blob
 from cachegql.index.ingest.limits import SourceLimits, over_limit
-from cachegql.index.ingest.locations import Location, Opener
+from cachegql.index.ingest.locations import Location, Opener, PendingCheck
 from cachegql.index.ingest.spackdb import SourceFormatError
 
 __all__ = [
@@ -24,7 +24,7 @@ __all__ = [
     "gunzip",
     "inflated",
     "read_blob",
-    "verified_blob",
+    "verifying_blob",
 ]
 
 PIECE = 1 << 20
@@ -90,11 +90,13 @@ def read_blob(blob: Location, checksum: str, opener: Opener) -> Blob:
 
 
 @contextmanager
-def verified_blob(blob: Location, checksum: str, opener: Opener) -> Iterator[Blob]:
-    """`read_blob`'s bytes for the block to read while their checksum is verified beside
-    (`Opener.verifying`: the block's outcome stands once they are)."""
-    with opener.verifying(blob, checksum) as data:
-        yield inflated(data, blob, opener)
+def verifying_blob(
+    blob: Location, checksum: str, opener: Opener
+) -> Iterator[tuple[Blob, PendingCheck]]:
+    """`read_blob`'s bytes, inflated when gzipped, and their check, for the block to read
+    them while their checksum is verified beside (`Opener.verifying`)."""
+    with opener.verifying(blob, checksum) as (data, check):
+        yield inflated(data, blob, opener), check
 
 
 def inflated(data: Blob, blob: Location, opener: Opener) -> Blob:

@@ -31,7 +31,6 @@ from cachegql.index.ingest.files import (
     map_regular,
     read_regular,
     reason,
-    sha256_of,
 )
 from cachegql.index.ingest.limits import SourceLimits
 
@@ -42,6 +41,7 @@ __all__ = [
     "NotFoundError",
     "Opener",
     "OriginError",
+    "PendingCheck",
     "ReadError",
     "Reader",
 ]
@@ -206,41 +206,38 @@ class Opener:
         is read whole, so that the bytes parsed are the bytes verified and a file cut
         short under the build cannot stop it with SIGBUS.
         """
-        if location.is_url:
-            return self._reader(location).read_verified(
-                location.text, sha256, _SOURCE_DEADLINE.get()
-            )
-        named_by_digest = location.path.name.lower() == sha256.lower()
-        data = self._local(location, map_regular if named_by_digest else read_regular)
-        _check(location, sha256, sha256_of(data))
+        data, check = self.read_verifying(location, sha256)
+        check.wait()
         return data
 
-    def read_verifying(self, location: Location, sha256: str) -> tuple[Blob, Callable[[], None]]:
-        """`read_verified`'s bytes, given before they are verified, and a call that returns
-        once they are (ReadError on a mismatch): nothing read from the bytes stands until
-        it has returned (see `verifying`). A local file is hashed in a thread while the
-        caller parses it (read as `read_verified` reads it); a URL's body is verified
-        by the reader before it is given."""
+    def read_verifying(self, location: Location, sha256: str) -> tuple[Blob, PendingCheck]:
+        """`read_verified`'s bytes, given before they are verified, and their check: nothing
+        read from the bytes stands until `check.wait()` has returned (see `verifying`). A
+        local file is hashed in a thread while the caller reads it; a URL's body is
+        verified by the reader before it is given."""
         if location.is_url:
-            return self.read_verified(location, sha256), _nothing_to_wait_for
+            body = self._reader(location).read_verified(
+                location.text, sha256, _SOURCE_DEADLINE.get()
+            )
+            return body, PendingCheck(location, sha256, None)
         named_by_digest = location.path.name.lower() == sha256.lower()
         data = self._local(location, map_regular if named_by_digest else read_regular)
-        hashing = PendingSha256(data)
-        return data, lambda: _check(location, sha256, hashing.result())
+        return data, PendingCheck(location, sha256, PendingSha256(data))
 
     @contextmanager
-    def verifying(self, location: Location, sha256: str) -> Iterator[Blob]:
-        """`read_verifying`'s bytes for the block to read while they are verified: the
-        block's outcome stands once they are, and a mismatch raises ReadError as it ends,
-        instead of any error of the block's own (bytes that are not what the checksum
-        names explain it)."""
-        data, verified = self.read_verifying(location, sha256)
+    def verifying(self, location: Location, sha256: str) -> Iterator[tuple[Blob, PendingCheck]]:
+        """`read_verifying`'s bytes and check, for the block to read the bytes while they
+        are verified: the block's outcome stands once they are, and a mismatch raises
+        ReadError as the block ends, instead of any error of the block's own (bytes other
+        than the checksum names explain it). A long read should `poll` the check now and
+        then, and `wait` for it before reading the bytes again another way."""
+        data, check = self.read_verifying(location, sha256)
         try:
-            yield data
+            yield data, check
         except Exception:
-            verified()
+            check.wait()
             raise
-        verified()
+        check.wait()
 
     def _local(self, location: Location, read: Callable[[Path], _B]) -> _B:
         try:
@@ -262,12 +259,28 @@ class Opener:
         return self.reader
 
 
-def _check(location: Location, sha256: str, actual: str) -> None:
-    if actual != sha256.lower():
-        raise ReadError(
-            f"{location}: checksum mismatch: expected sha256 {sha256}, the file has {actual}"
-        )
+@dataclass(frozen=True)
+class PendingCheck:
+    """Whether bytes given by `Opener.read_verifying` have the sha256 they should, their
+    hash found in a thread (`hashing`; None: verified before they were given)."""
 
+    location: Location
+    sha256: str
+    hashing: PendingSha256 | None
 
-def _nothing_to_wait_for() -> None:
-    """`read_verifying`'s check of bytes verified before they were given."""
+    def wait(self) -> None:
+        """Return once the bytes are verified; ReadError if they are not what was named."""
+        if self.hashing is None:
+            return
+        actual = self.hashing.result()
+        if actual != self.sha256.lower():
+            raise ReadError(
+                f"{self.location}: checksum mismatch: expected sha256 {self.sha256}, "
+                f"the file has {actual}"
+            )
+
+    def poll(self) -> None:
+        """`wait`, if the hash is found already: a read of bytes that are not the ones
+        named stops as soon as that is known (a parse of 1.8 GB takes a minute)."""
+        if self.hashing is not None and self.hashing.done:
+            self.wait()

@@ -23,6 +23,7 @@ import yaml
 
 from cachegql.index.ingest.dag_nodes import Database, Edge, Node, SourceFormatError
 from cachegql.index.ingest.files import Blob, release
+from cachegql.index.ingest.locations import PendingCheck
 from cachegql.index.ingest.node_reader import (
     FLAG_KINDS,
     NodeMemo,
@@ -61,7 +62,9 @@ _SIGNED = b"-----BEGIN PGP SIGNED MESSAGE-----"
 _SIGNATURE = b"\n-----BEGIN PGP SIGNATURE-----"
 
 
-def read_database(data: Blob, source: str, seen: SeenNodes | None = None) -> Database:
+def read_database(
+    data: Blob, source: str, seen: SeenNodes | None = None, check: PendingCheck | None = None
+) -> Database:
     """Read an index file; raise SourceFormatError when it is not one at all.
 
     The records are read one at a time from slices of the bytes (see `_records`), so that
@@ -72,15 +75,24 @@ def read_database(data: Blob, source: str, seen: SeenNodes | None = None) -> Dat
     The records are found by the compact scan, else the quick one, else the exact one
     (most indexes are compact, as Spack writes them; a scan that raises SlicingError was
     not for them, and an escape that refuses the compact scan refuses the quick one too).
+
+    With `check` (the bytes are being verified, `Opener.verifying`), a mismatch stops the
+    read as soon as it is known, and the bytes are read again another way (another scan,
+    the whole document) only once they are verified: a damaged blob is refused in seconds,
+    not parsed whole first, or read as one document.
     """
     for scan in ("compact", "quick"):
         try:
-            return _read_records(*_records(data, source, scan=scan, seen=seen), source, seen)
+            return _read_records(*_records(data, source, scan, seen, check), source, seen)
         except EscapeError:
             break
         except SlicingError:
+            if check is not None:
+                check.wait()
             continue
-    return _read_records(*_records(data, source, scan="exact", seen=seen), source, seen)
+    if check is not None:
+        check.wait()
+    return _read_records(*_records(data, source, "exact", seen, check), source, seen)
 
 
 def _read_records(
@@ -127,9 +139,10 @@ _Record = tuple[str, Any, bytes]
 def _records(
     data: Blob,
     source: str,
-    lazy: bool = False,
     scan: Scan = "quick",
     seen: SeenNodes | None = None,
+    check: PendingCheck | None = None,
+    lazy: bool = False,
 ) -> tuple[int, Iterator[_Record]]:
     """The database version and its records (`_Record`), read slice by slice.
 
@@ -143,20 +156,21 @@ def _records(
     when they are not laid out as they need), or by `exact_spans`.
     Falls back to parsing the whole document when the bytes are not laid out as an index
     usually is. The records are found as they are read, and a mapped file's pages are
-    dropped behind them (`release`): a 1M-spec index is 1.8 GB.
+    dropped behind them (`release`): a 1M-spec index is 1.8 GB. With `check`, it is
+    polled as pages are dropped, and waited for before the whole document is parsed.
     """
     installs = _INSTALLS.search(data)
     last = last_record(data, installs.end(), _RELEASE_SPAN // 64) if installs else None
     if installs is None or last is None:
-        return _whole_document(data, source, lazy)
+        return _whole_document(data, source, lazy, check)
     last_end = end_of_value(data, last.end() - 1)
     after = data[last_end:].lstrip()
     if last_end < 0 or not after.startswith(b"}"):
-        return _whole_document(data, source, lazy)
+        return _whole_document(data, source, lazy, check)
     # The database's own version sits before its installs or after them.
     version = _VERSION.search(data[: installs.start()]) or _VERSION.search(after)
     if version is None:
-        return _whole_document(data, source, lazy)
+        return _whole_document(data, source, lazy, check)
     exact = scan == "exact"
     binaries = None if exact or not lazy else compact_binaries(data, installs.end(), last, last_end)
     if binaries is not None:  # only the binaries: what a lazy read is for
@@ -174,6 +188,8 @@ def _records(
             if match.start() - released > _RELEASE_SPAN:
                 released = match.start()
                 release(data, released)
+                if check is not None:
+                    check.poll()
             digest = match.group(1).decode()
             if lazy and flag is not None:  # found in the same scan, nothing copied
                 yield digest, flag.group(0).endswith(b"true"), b""
@@ -196,7 +212,11 @@ def _records(
     return _db_version(version.group(1).decode()), records()
 
 
-def _whole_document(data: Blob, source: str, lazy: bool) -> tuple[int, Iterator[_Record]]:
+def _whole_document(
+    data: Blob, source: str, lazy: bool, check: PendingCheck | None = None
+) -> tuple[int, Iterator[_Record]]:
+    if check is not None:  # never bytes not yet verified as one document (many GB of objects)
+        check.wait()
     document = _json(data, source)
     database = document.get("database") if isinstance(document, dict) else None
     if not isinstance(database, dict):
