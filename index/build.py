@@ -9,12 +9,12 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from cachegql.index.binary_urls import public_base
+from cachegql.index.build_report import BuildReport
 from cachegql.index.disk import publish
 from cachegql.index.disk.dagwrite import CycleError
 from cachegql.index.disk.layout import FORMAT_VERSION
@@ -34,6 +34,7 @@ from cachegql.index.ingest import (
     ingest_pages,
     plan_sources,
 )
+from cachegql.index.ingest.digest_memo import write_recorded
 from cachegql.index.ingest.identity import RecordingOpener, tag_fingerprint, take_stock
 from cachegql.index.ingest.recognise import Plan
 from cachegql.index.records import Problem
@@ -91,51 +92,6 @@ def fingerprint_salt() -> tuple[object, ...]:
 
 class BuildError(Exception):
     """The build produced nothing worth publishing; the previous index is untouched."""
-
-
-@dataclass
-class BuildReport:
-    """What a build did, for the closing summary line."""
-
-    out: Path
-    folder: Path
-    pages: int
-    caches: int
-    specs: int
-    tags: dict[str, int]
-    seconds: float
-    problems: list[Problem] = field(default_factory=list)
-    skipped: list[Problem] = field(default_factory=list)
-    merged_duplicates: int = 0
-    # The process's peak resident memory so far (the build's, when it runs the CLI).
-    peak_rss_mb: int = 0
-    # That of a process reading spec manifests beside the build, at the same time (0: none).
-    helper_rss_mb: int = 0
-    # The tags taken from the previous build unread, and how many tags it was asked for
-    # (those read from build caches only, when there was a previous build to ask).
-    reused: list[str] = field(default_factory=list)
-    compared: int = 0
-
-    def summary(self) -> str:
-        read = f"{self.pages} pages"
-        if self.caches:
-            read += f" and {self.caches} build cache{'s' if self.caches != 1 else ''}"
-        return (
-            f"indexed {read}, {self.specs} specs, {len(self.tags)} tags, "
-            f"{len(self.problems)} problems in {self.seconds:.1f} s, peak RSS "
-            f"{self.peak_rss_mb} MB{self._helper()}{self._reuse()} -> {self.out}"
-        )
-
-    def _helper(self) -> str:
-        """` (and 150 MB in a manifest reader)`, when a second process read manifests."""
-        return f" (and {self.helper_rss_mb} MB in a manifest reader)" if self.helper_rss_mb else ""
-
-    def _reuse(self) -> str:
-        """`, reused 2 of 3 tags (develop, v0.22)`, when a previous build was asked."""
-        if not self.compared:
-            return ""
-        names = f" ({', '.join(self.reused)})" if self.reused else ""
-        return f", reused {len(self.reused)} of {len(self.tags)} tags{names}"
 
 
 def build_index(
@@ -261,14 +217,16 @@ class _TagBuild:
         earlier = self.previous.fingerprint(tag) if self.previous and cached_only else None
         if self.previous is not None and earlier is not None:
             self.compared += 1
-            fingerprint = tag_fingerprint(tag, requests, self.opener, fingerprint_salt())
+            # Local files are hashed again only if their status moved (digest_memo.py).
+            checking = RecordingOpener(self.opener, self.previous.file_digests)
+            fingerprint = tag_fingerprint(tag, requests, checking, fingerprint_salt())
             reused = None
             if fingerprint == earlier:
                 reused = self.previous.reuse(tag, earlier, self.folder / folder)
             if reused is not None:
                 for _ in requests:
                     self.count("")
-                self._add_reused(reused, folder, earlier)
+                self._add_reused(reused, folder, earlier, write_recorded(checking.recorded()))
                 return
         result = self.result
         problems, caches, merged = len(result.problems), result.caches, result.merged_duplicates
@@ -296,12 +254,13 @@ class _TagBuild:
             return
         finally:
             del table, graph  # the tag's records go now, its cycles before the next tag is read
-        fingerprint = None
+        fingerprint, file_digests = None, {}
         # A tag missing a cache, or any part of one, that failed to read is no picture of
         # its sources: without a fingerprint, it is read again next time.
         complete = result.caches - caches == len(requests) and not recording.failures
         if cached_only and complete:
             fingerprint = tag_fingerprint(tag, requests, recording, fingerprint_salt())
+            file_digests = write_recorded(recording.recorded())
         self._add_entry(
             tag,
             folder,
@@ -311,6 +270,7 @@ class _TagBuild:
             caches=result.caches - caches,
             merged_duplicates=result.merged_duplicates - merged,
             problems=[[p.path, p.message] for p in result.problems[problems:]],
+            file_digests=file_digests,
         )
 
     def _report(self, problem: Problem) -> None:
@@ -318,7 +278,9 @@ class _TagBuild:
             raise StrictModeError(problem)
         self.result.problems.append(problem)
 
-    def _add_reused(self, reused: ReusedTag, folder: str, fingerprint: str) -> None:
+    def _add_reused(
+        self, reused: ReusedTag, folder: str, fingerprint: str, file_digests: dict[str, Any]
+    ) -> None:
         result = self.result
         for problem in reused.problems:
             self._report(problem)
@@ -338,6 +300,7 @@ class _TagBuild:
             caches=reused.caches,
             merged_duplicates=reused.merged_duplicates,
             problems=[[p.path, p.message] for p in reused.problems],
+            file_digests=file_digests,
         )
 
     def _add_entry(self, tag: str, folder: str, **fields: Any) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from cachegql.index.disk.layout import DICTIONARIES, file_checksum
 from cachegql.index.disk.verify import FileEntry, IndexLoadError, Manifest, read_manifest
+from cachegql.index.ingest.digest_memo import Recorded, read_recorded
 from cachegql.index.records import Problem
 
 __all__ = ["PreviousBuild", "ReusedTag"]
@@ -59,11 +60,13 @@ class ReusedTag:
 
 @dataclass(frozen=True)
 class _Entry:
-    """A tag of the previous manifest: its fingerprint, folder, and what reusing it gives."""
+    """A tag of the previous manifest: its fingerprint, folder, what reusing it gives, and
+    the local files its fingerprint hashed, by status (index/ingest/digest_memo.py)."""
 
     fingerprint: str | None
     folder: str
     tag: ReusedTag
+    file_digests: dict[str, Recorded]
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,11 @@ class PreviousBuild:
             return cls(folder, manifest, _entries(manifest))
         except (OSError, RuntimeError, IndexLoadError, ValueError):
             return None
+
+    @property
+    def file_digests(self) -> dict[str, Recorded]:
+        """The local files hashed for the previous build's fingerprints, by status."""
+        return {path: found for e in self.tags.values() for path, found in e.file_digests.items()}
 
     def fingerprint(self, tag: str) -> str | None:
         entry = self.tags.get(tag)
@@ -152,7 +160,7 @@ def _entry(entry: dict[str, Any], mirrors: dict[str, Any], manifest: Manifest) -
         tag_mirrors,
         files,
     )
-    return _Entry(fingerprint, folder, reused)
+    return _Entry(fingerprint, folder, reused, read_recorded(entry.get("file_digests", {}), tag))
 
 
 def _is_problem(value: object) -> bool:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -32,6 +34,7 @@ from cachegql.index.ingest.buildcache import (
     v2_folder,
     view_names,
 )
+from cachegql.index.ingest.digest_memo import Recorded, Status, settled_status, status_of
 from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.files import Blob, PendingSha256
 from cachegql.index.ingest.locations import (
@@ -74,10 +77,18 @@ class _Digest(Protocol):
 class RecordingOpener(Opener):
     """An opener that remembers the sha256 of each body it read, each location it
     found missing and each read that failed, for the identities of what it read
-    (`tag_fingerprint`)."""
+    (`tag_fingerprint`).
 
-    def __init__(self, opener: Opener) -> None:
+    With `known` (the local files an earlier build hashed, by status: digest_memo.py), a
+    local file asked for its digest but not read is not read if its status is the one
+    recorded. `recorded()` gives the same for the next build: the status each local file
+    read or known had, where it stood still while it was read.
+    """
+
+    def __init__(self, opener: Opener, known: Mapping[str, Recorded] | None = None) -> None:
         super().__init__(opener.reader, opener.limits)
+        self.known: Mapping[str, Recorded] = known or {}
+        self.statuses: dict[str, Status] = {}
         self.digests: dict[str, str | PendingSha256 | None] = {}
         # Reads that failed otherwise than by a missing location (a 503, a timeout, a
         # checksum mismatch, a blob a manifest names but is missing): a tag with any of
@@ -93,7 +104,8 @@ class RecordingOpener(Opener):
 
     def read(self, location: Location) -> bytes:
         try:
-            data = super().read(location)
+            with self._status(location):
+                data = super().read(location)
         except NotFoundError:
             self.digests[location.text] = None
             raise
@@ -108,11 +120,38 @@ class RecordingOpener(Opener):
     def read_verifying(self, location: Location, sha256: str) -> tuple[Blob, PendingCheck]:
         # `read_verified` too: it waits for this check.
         try:
-            data, check = super().read_verifying(location, sha256)
+            with self._status(location):
+                data, check = super().read_verifying(location, sha256)
         except ReadError as exc:  # a missing blob too: its manifest names it
             self.failures[location.text] = str(exc)
             raise
         return data, _RecordedCheck(check.location, check.sha256, check.hashing, self)
+
+    @contextmanager
+    def _status(self, location: Location) -> Iterator[None]:
+        """Keep the status a local file had while the block read it, if it stood still."""
+        if location.is_url:
+            yield
+            return
+        path = str(location.path)
+        started, before = time.time_ns(), status_of(path)
+        yield
+        status = settled_status(before, status_of(path), started)
+        if status is None:
+            self.statuses.pop(location.text, None)
+        else:
+            self.statuses[location.text] = status
+
+    def recorded(self) -> dict[str, Recorded]:
+        """The local files read (or known) with their settled status and digest."""
+        found = {}
+        for text, status in self.statuses.items():
+            digest = self.digests.get(text)
+            if isinstance(digest, PendingSha256):
+                digest = self.digests[text] = digest.result()
+            if digest is not None and text not in self.failures:
+                found[text] = (status, digest)
+        return found
 
     def read_elsewhere(
         self, location: Location, sha256: str | None = None, failure: str | None = None
@@ -137,13 +176,22 @@ class RecordingOpener(Opener):
         if location.text not in self.digests:
             if self.frozen:
                 raise ReadError(f"{location}: not read by the ingest")
-            self.read(location)
+            if not self._known(location):
+                self.read(location)
         digest = self.digests[location.text]
         if digest is None:
             raise NotFoundError(f"{location}: not found")
         if isinstance(digest, PendingSha256):
             digest = self.digests[location.text] = digest.result()
         return digest
+
+    def _known(self, location: Location) -> bool:
+        """Whether the digest of a local file not read is known by its status."""
+        recorded = None if location.is_url else self.known.get(location.text)
+        if recorded is None or status_of(str(location.path)) != recorded[0]:
+            return False
+        self.statuses[location.text], self.digests[location.text] = recorded
+        return True
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,55 @@
+"""What a build did: the closing line of `cachegql index`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cachegql.index.records import Problem
+
+__all__ = ["BuildReport"]
+
+
+@dataclass
+class BuildReport:
+    """What a build did, for the closing summary line."""
+
+    out: Path
+    folder: Path
+    pages: int
+    caches: int
+    specs: int
+    tags: dict[str, int]
+    seconds: float
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)
+    merged_duplicates: int = 0
+    # The process's peak resident memory so far (the build's, when it runs the CLI).
+    peak_rss_mb: int = 0
+    # That of a process reading spec manifests beside the build, at the same time (0: none).
+    helper_rss_mb: int = 0
+    # The tags taken from the previous build unread, and how many tags it was asked for
+    # (those read from build caches only, when there was a previous build to ask).
+    reused: list[str] = field(default_factory=list)
+    compared: int = 0
+
+    def summary(self) -> str:
+        read = f"{self.pages} pages"
+        if self.caches:
+            read += f" and {self.caches} build cache{'s' if self.caches != 1 else ''}"
+        return (
+            f"indexed {read}, {self.specs} specs, {len(self.tags)} tags, "
+            f"{len(self.problems)} problems in {self.seconds:.1f} s, peak RSS "
+            f"{self.peak_rss_mb} MB{self._helper()}{self._reuse()} -> {self.out}"
+        )
+
+    def _helper(self) -> str:
+        """` (and 150 MB in a manifest reader)`, when a second process read manifests."""
+        return f" (and {self.helper_rss_mb} MB in a manifest reader)" if self.helper_rss_mb else ""
+
+    def _reuse(self) -> str:
+        """`, reused 2 of 3 tags (develop, v0.22)`, when a previous build was asked."""
+        if not self.compared:
+            return ""
+        names = f" ({', '.join(self.reused)})" if self.reused else ""
+        return f", reused {len(self.reused)} of {len(self.tags)} tags{names}"

@@ -1,0 +1,175 @@
+"""Local files known by their status (index/ingest/digest_memo.py): a rebuild does not
+hash again a local index whose status is the one its digest was recorded with, and does
+hash one whose content changed, however its size and modification time were kept.
+
+Real generated build caches and real builds on disk. The files a test writes are seconds
+old, not settled (`SETTLED_NS`): tests that need them recorded shorten the window.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachegql.demo import MirrorConfig, write_mirror
+from cachegql.index import build_index
+from cachegql.index.ingest import digest_memo, files, locations
+from cachegql.index.ingest.digest_memo import settled_status, status_of
+from cachegql.index.ingest.identity import RecordingOpener
+from cachegql.index.ingest.locations import Location, Opener
+
+TAGS = ("develop", "v0.22")
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two tags of a root and two stacks each, and a listing naming their index files."""
+    root = tmp_path_factory.mktemp("memo-sources")
+    listing = {}
+    for seed, tag in enumerate(TAGS, start=40):
+        config = MirrorConfig(specs=60, packages=12, stacks=2, seed=seed, tag=tag)
+        summary = write_mirror(config, root / tag)
+        entries = json.loads(summary.listing.read_text())[tag]
+        listing[tag] = [{"label": e["label"], "url": f"{tag}/{e['url']}"} for e in entries]
+    (root / "listing.json").write_text(json.dumps(listing))
+    return root
+
+
+@pytest.fixture
+def sources(generated: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(generated, tmp_path / "src"))
+
+
+@pytest.fixture
+def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(digest_memo, "SETTLED_NS", 0)
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The local files read whole from now on (the real reader, counted)."""
+    read: list[str] = []
+    real = files.read_regular
+
+    def counted(path: Path, *args: Any, **kwargs: Any) -> Any:
+        read.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(locations, "read_regular", counted)
+    return read
+
+
+def _index_files(sources: Path) -> list[Path]:
+    return sorted(sources.rglob("index.json"))
+
+
+def _digests(out: Path) -> dict[str, Any]:
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {entry["name"]: entry["file_digests"] for entry in manifest["tags"]}
+
+
+def _build(sources: Path, out: Path, **options: Any) -> Any:
+    return build_index([sources / "listing.json"], out, **options)
+
+
+@pytest.mark.usefixtures("settled_at_once")
+def test_a_build_records_each_local_index_by_its_status(sources: Path, tmp_path: Path) -> None:
+    _build(sources, tmp_path / "ix")
+    recorded = {p: e for files in _digests(tmp_path / "ix").values() for p, e in files.items()}
+    assert sorted(recorded) == [str(p) for p in _index_files(sources)]
+    for path, (*status, sha256) in recorded.items():
+        assert tuple(status) == status_of(path)
+        assert sha256 == hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.mark.usefixtures("settled_at_once")
+def test_an_unchanged_index_is_not_read_again(
+    sources: Path, tmp_path: Path, reads: list[str]
+) -> None:
+    out = tmp_path / "ix"
+    _build(sources, out)
+    reads.clear()
+    again = _build(sources, out)
+    assert again.reused == list(TAGS)
+    assert [r for r in reads if r.endswith("index.json")] == []
+    # What was known is recorded again, for the build after.
+    assert _digests(again.folder) == _digests(out)
+    assert _build(sources, out).reused == list(TAGS)
+
+
+def _rewrite_keeping_size_and_time(index: Path) -> None:
+    """A change of content that neither size nor modification time shows (as `cp -p`
+    or `rsync -t` of a same-sized file leave it): one record's count."""
+    before = index.stat()
+    data = index.read_bytes()
+    assert b'"ref_count":1,' in data
+    index.write_bytes(data.replace(b'"ref_count":1,', b'"ref_count":2,', 1))
+    os.utime(index, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = index.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+@pytest.mark.usefixtures("settled_at_once")
+def test_a_rewritten_index_is_read_again_though_its_size_and_time_are_kept(
+    sources: Path, tmp_path: Path, reads: list[str]
+) -> None:
+    out = tmp_path / "ix"
+    _build(sources, out)
+    changed = next(p for p in _index_files(sources / "v0.22") if "stacks" in p.parts)
+    time.sleep(0.01)  # past the clock's tick: the change time moves
+    _rewrite_keeping_size_and_time(changed)
+    reads.clear()
+    again = _build(sources, out)
+    assert again.reused == ["develop"]
+    recorded = _digests(again.folder)["v0.22"][str(changed)]
+    assert recorded[-1] == hashlib.sha256(changed.read_bytes()).hexdigest()
+    # develop's indexes were known by status; v0.22's were read by its ingest.
+    read = {r for r in reads if r.endswith("index.json")}
+    assert read == {str(p) for p in _index_files(sources / "v0.22")}
+
+
+def test_files_written_just_before_the_build_are_not_recorded(
+    sources: Path, tmp_path: Path
+) -> None:
+    """Seconds old, their status could still be that of another content written in the
+    same tick of the file system's clock: hashed again next time, not trusted."""
+    out = tmp_path / "ix"
+    _build(sources, out)
+    assert _digests(out) == {"develop": {}, "v0.22": {}}
+    assert _build(sources, out).reused == list(TAGS)
+
+
+def test_a_status_stands_only_if_it_stood_still() -> None:
+    now = time.time_ns()
+    old = (1, 2, 3, now - 10 * 10**9, now - 10 * 10**9)
+    assert settled_status(old, old, now) == old
+    assert settled_status(old, (*old[:2], 4, *old[3:]), now) is None  # grew while read
+    assert settled_status(None, old, now) is None  # could not be looked at
+    changed_just_before = (1, 2, 3, now - 10 * 10**9, now - 10**9)
+    assert settled_status(changed_just_before, changed_just_before, now) is None
+
+
+@pytest.mark.usefixtures("settled_at_once")
+def test_a_digest_is_taken_from_the_record_only_for_the_status_recorded(
+    tmp_path: Path, reads: list[str]
+) -> None:
+    index = tmp_path / "index.json"
+    index.write_text("{}")
+    location = Location.of(index)
+    status = status_of(str(index))
+    assert status is not None
+    stand_in = "0" * 64  # not the file's: only the record can give it
+    known = RecordingOpener(Opener(), {location.text: (status, stand_in)})
+    assert known.digest(location) == stand_in and reads == []
+    assert known.recorded() == {location.text: (status, stand_in)}
+    grown = (status[0], status[1], status[2] + 1, status[3], status[4])
+    other = RecordingOpener(Opener(), {location.text: (grown, stand_in)})
+    assert other.digest(location) == hashlib.sha256(b"{}").hexdigest()
+    assert reads == [str(index)]
