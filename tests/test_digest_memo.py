@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import build_index
-from cachegql.index.ingest import digest_memo, files, locations
+from cachegql.index.ingest import digest_memo, files, identity, locations
 from cachegql.index.ingest.digest_memo import settled_status, status_of
 from cachegql.index.ingest.identity import RecordingOpener
 from cachegql.index.ingest.locations import Location, Opener
@@ -54,15 +55,18 @@ def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The local files read whole from now on (the real reader, counted)."""
+    """The local files read whole from now on (the real readers, counted)."""
     read: list[str] = []
-    real = files.read_regular
 
-    def counted(path: Path, *args: Any, **kwargs: Any) -> Any:
-        read.append(str(path))
-        return real(path, *args, **kwargs)
+    def counting(real: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(path: Path, *args: Any, **kwargs: Any) -> Any:
+            read.append(str(path))
+            return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(locations, "read_regular", counted)
+        return counted
+
+    monkeypatch.setattr(locations, "read_regular", counting(files.read_regular))
+    monkeypatch.setattr(identity, "read_regular_status", counting(files.read_regular_status))
     return read
 
 
@@ -94,14 +98,17 @@ def test_an_unchanged_index_is_not_read_again(
     sources: Path, tmp_path: Path, reads: list[str]
 ) -> None:
     out = tmp_path / "ix"
-    _build(sources, out)
+    first = _build(sources, out)
+    recorded = _digests(first.folder)
     reads.clear()
     again = _build(sources, out)
     assert again.reused == list(TAGS)
     assert [r for r in reads if r.endswith("index.json")] == []
-    # What was known is recorded again, for the build after.
-    assert _digests(again.folder) == _digests(out)
-    assert _build(sources, out).reused == list(TAGS)
+    # What was known is recorded again, for the build after, which reads nothing either.
+    assert _digests(again.folder) == recorded
+    third = _build(sources, out)
+    assert third.reused == list(TAGS) and third.folder != again.folder
+    assert [r for r in reads if r.endswith("index.json")] == []
 
 
 def _rewrite_keeping_size_and_time(index: Path) -> None:
@@ -110,10 +117,16 @@ def _rewrite_keeping_size_and_time(index: Path) -> None:
     before = index.stat()
     data = index.read_bytes()
     assert b'"ref_count":1,' in data
-    index.write_bytes(data.replace(b'"ref_count":1,', b'"ref_count":2,', 1))
-    os.utime(index, ns=(before.st_atime_ns, before.st_mtime_ns))
-    after = index.stat()
+    changed = data.replace(b'"ref_count":1,', b'"ref_count":2,', 1)
+    for _ in range(200):  # until the change time is past the clock's tick (a few ms)
+        time.sleep(0.005)
+        index.write_bytes(changed)
+        os.utime(index, ns=(before.st_atime_ns, before.st_mtime_ns))
+        after = index.stat()
+        if after.st_ctime_ns != before.st_ctime_ns:
+            break
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert after.st_ctime_ns != before.st_ctime_ns
 
 
 @pytest.mark.usefixtures("settled_at_once")
@@ -123,7 +136,6 @@ def test_a_rewritten_index_is_read_again_though_its_size_and_time_are_kept(
     out = tmp_path / "ix"
     _build(sources, out)
     changed = next(p for p in _index_files(sources / "v0.22") if "stacks" in p.parts)
-    time.sleep(0.01)  # past the clock's tick: the change time moves
     _rewrite_keeping_size_and_time(changed)
     reads.clear()
     again = _build(sources, out)
@@ -136,10 +148,11 @@ def test_a_rewritten_index_is_read_again_though_its_size_and_time_are_kept(
 
 
 def test_files_written_just_before_the_build_are_not_recorded(
-    sources: Path, tmp_path: Path
+    sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seconds old, their status could still be that of another content written in the
     same tick of the file system's clock: hashed again next time, not trusted."""
+    monkeypatch.setattr(digest_memo, "SETTLED_NS", 3600 * 10**9)  # however slow the run
     out = tmp_path / "ix"
     _build(sources, out)
     assert _digests(out) == {"develop": {}, "v0.22": {}}
@@ -173,3 +186,42 @@ def test_a_digest_is_taken_from_the_record_only_for_the_status_recorded(
     other = RecordingOpener(Opener(), {location.text: (grown, stand_in)})
     assert other.digest(location) == hashlib.sha256(b"{}").hexdigest()
     assert reads == [str(index)]
+
+
+class _SwappingOpener(RecordingOpener):
+    """The link read made to name another file for the read, and the first one again
+    after it (whose status that does not change)."""
+
+    def _read_file(self, path: Path) -> bytes:
+        first, link = path.readlink(), path.with_name("link")
+        link.symlink_to("other.json")
+        link.replace(path)
+        try:
+            return super()._read_file(path)
+        finally:
+            link.symlink_to(first)
+            link.replace(path)
+
+
+@pytest.mark.usefixtures("settled_at_once")
+def test_only_the_status_of_the_file_read_and_asked_for_is_recorded(tmp_path: Path) -> None:
+    index = tmp_path / "index.json"
+    index.write_text("{}")
+    location = Location.of(index)
+    opener = RecordingOpener(Opener())
+    opener.read(location)
+    assert opener.recorded() == {}  # read, but no fingerprint asked for its digest
+    assert opener.digest(location) == hashlib.sha256(b"{}").hexdigest()
+    status = status_of(str(index))
+    assert status is not None
+    assert opener.recorded() == {location.text: (status, hashlib.sha256(b"{}").hexdigest())}
+    (tmp_path / "other.json").write_bytes(b'{"other": 1}')
+    (tmp_path / "first.json").write_text("{}")
+    linked = Location.of(tmp_path / "linked.json")
+    linked.path.symlink_to("first.json")
+    status = status_of(str(linked.path))
+    swapped = _SwappingOpener(Opener())
+    assert swapped.digest(linked) == hashlib.sha256(b'{"other": 1}').hexdigest()
+    assert status_of(str(linked.path)) == status
+    # The path's status is as before and after, but the bytes read were another file's.
+    assert swapped.recorded() == {}

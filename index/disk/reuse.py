@@ -24,6 +24,7 @@ import os
 import shutil
 import stat
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ class PreviousBuild:
         except (OSError, RuntimeError, IndexLoadError, ValueError):
             return None
 
-    @property
+    @cached_property
     def file_digests(self) -> dict[str, Recorded]:
         """The local files hashed for the previous build's fingerprints, by status."""
         return {path: found for e in self.tags.values() for path, found in e.file_digests.items()}

@@ -4,7 +4,8 @@ that let a rebuild reuse the tags whose sources did not change (index/build.py).
 An identity changes whenever what the ingest would read from a cache changes, and it
 is cheap to find: a v3 mirror's index manifest names its blob by sha256, so the small
 manifest stands for the blob; a remote v2 mirror has `index.json.hash`; a local index
-or spec file is hashed whole (hashing runs ~1.5 GB/s, parsing ~0.2 GB/s); the many small
+or spec file is hashed whole (hashing runs ~1.5 GB/s, parsing ~0.2 GB/s), once: a later
+build knows it by its status (digest_memo.py) while that does not move; the many small
 files of a local mirror read past the opener (spec manifests, the spec files of a v2
 mirror without an index) are known by name, size and time (`Stock`). Where it cannot be
 told cheaply and for sure (an OCI registry; any read that failed), there is no identity,
@@ -19,9 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -34,9 +34,9 @@ from cachegql.index.ingest.buildcache import (
     v2_folder,
     view_names,
 )
-from cachegql.index.ingest.digest_memo import Recorded, Status, settled_status, status_of
+from cachegql.index.ingest.digest_memo import FileStatuses, Recorded
 from cachegql.index.ingest.file_stock import FileStock
-from cachegql.index.ingest.files import Blob, PendingSha256
+from cachegql.index.ingest.files import Blob, PendingSha256, read_regular_status
 from cachegql.index.ingest.locations import (
     Location,
     NotFoundError,
@@ -87,9 +87,11 @@ class RecordingOpener(Opener):
 
     def __init__(self, opener: Opener, known: Mapping[str, Recorded] | None = None) -> None:
         super().__init__(opener.reader, opener.limits)
-        self.known: Mapping[str, Recorded] = known or {}
-        self.statuses: dict[str, Status] = {}
         self.digests: dict[str, str | PendingSha256 | None] = {}
+        # The local files' statuses, and which locations a fingerprint asked for: only
+        # those are recorded for the next build.
+        self.statuses = FileStatuses(known)
+        self.asked: set[str] = set()
         # Reads that failed otherwise than by a missing location (a 503, a timeout, a
         # checksum mismatch, a blob a manifest names but is missing): a tag with any of
         # them is not what its sources hold, so it gets no fingerprint.
@@ -104,7 +106,7 @@ class RecordingOpener(Opener):
 
     def read(self, location: Location) -> bytes:
         try:
-            with self._status(location):
+            with self._reading(location):
                 data = super().read(location)
         except NotFoundError:
             self.digests[location.text] = None
@@ -120,42 +122,40 @@ class RecordingOpener(Opener):
     def read_verifying(self, location: Location, sha256: str) -> tuple[Blob, PendingCheck]:
         # `read_verified` too: it waits for this check.
         try:
-            with self._status(location):
+            with self._reading(location):
                 data, check = super().read_verifying(location, sha256)
         except ReadError as exc:  # a missing blob too: its manifest names it
             self.failures[location.text] = str(exc)
             raise
         return data, _RecordedCheck(check.location, check.sha256, check.hashing, self)
 
-    @contextmanager
-    def _status(self, location: Location) -> Iterator[None]:
-        """Keep the status a local file had while the block read it, if it stood still."""
+    def _reading(self, location: Location) -> AbstractContextManager[None]:
         if location.is_url:
-            yield
-            return
-        path = str(location.path)
-        started, before = time.time_ns(), status_of(path)
-        yield
-        status = settled_status(before, status_of(path), started)
-        if status is None:
-            self.statuses.pop(location.text, None)
-        else:
-            self.statuses[location.text] = status
+            return nullcontext()
+        return self.statuses.reading(location.text, str(location.path))
+
+    def _read_file(self, path: Path) -> bytes:
+        data, status = read_regular_status(path)
+        self.statuses.opened(status)
+        return data
 
     def recorded(self) -> dict[str, Recorded]:
-        """The local files read (or known) with their settled status and digest."""
+        """The local files whose digests a fingerprint asked for, each with the status
+        that stands for the bytes of its digest (digest_memo.py), where one does."""
         found = {}
-        for text, status in self.statuses.items():
-            digest = self.digests.get(text)
+        for text in self.asked:
+            status, digest = self.statuses.settled.get(text), self.digests.get(text)
+            if status is None or digest is None or text in self.failures:
+                continue
             if isinstance(digest, PendingSha256):
                 digest = self.digests[text] = digest.result()
-            if digest is not None and text not in self.failures:
-                found[text] = (status, digest)
+            found[text] = (status, digest)
         return found
 
     def read_elsewhere(
         self, location: Location, sha256: str | None = None, failure: str | None = None
     ) -> None:
+        self.statuses.forget(location.text)
         if failure is not None:
             self.failures[location.text] = failure
         elif sha256 is not None:
@@ -171,27 +171,24 @@ class RecordingOpener(Opener):
     def digest(self, location: Location) -> str:
         """The sha256 of the body at `location`, as read already if it was; ReadError
         again, without a second request, if reading it failed."""
+        self.asked.add(location.text)
         if location.text in self.failures:
             raise ReadError(self.failures[location.text])
         if location.text not in self.digests:
             if self.frozen:
                 raise ReadError(f"{location}: not read by the ingest")
-            if not self._known(location):
+            local = not location.is_url
+            known = self.statuses.take(location.text, str(location.path)) if local else None
+            if known is None:
                 self.read(location)
+            else:
+                self.digests[location.text] = known
         digest = self.digests[location.text]
         if digest is None:
             raise NotFoundError(f"{location}: not found")
         if isinstance(digest, PendingSha256):
             digest = self.digests[location.text] = digest.result()
         return digest
-
-    def _known(self, location: Location) -> bool:
-        """Whether the digest of a local file not read is known by its status."""
-        recorded = None if location.is_url else self.known.get(location.text)
-        if recorded is None or status_of(str(location.path)) != recorded[0]:
-            return False
-        self.statuses[location.text], self.digests[location.text] = recorded
-        return True
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,7 @@ class Opener:
     def read(self, location: Location) -> bytes:
         if location.is_url:
             return self._reader(location).read(location.text, _SOURCE_DEADLINE.get())
-        return self._local(location, read_regular)
+        return self._local(location, self._read_file)
 
     def read_verified(self, location: Location, sha256: str) -> Blob:
         """The bytes at `location`; ReadError unless their sha256 is `sha256`.
@@ -221,7 +221,7 @@ class Opener:
             )
             return body, PendingCheck(location, sha256, None)
         named_by_digest = location.path.name.lower() == sha256.lower()
-        data = self._local(location, map_regular if named_by_digest else read_regular)
+        data = self._local(location, map_regular if named_by_digest else self._read_file)
         return data, PendingCheck(location, sha256, PendingSha256(data))
 
     @contextmanager
@@ -238,6 +238,10 @@ class Opener:
             check.wait()
             raise
         check.wait()
+
+    def _read_file(self, path: Path) -> bytes:
+        """A local file read whole (a recording opener also notes what file it was)."""
+        return read_regular(path)
 
     def _local(self, location: Location, read: Callable[[Path], _B]) -> _B:
         try:
