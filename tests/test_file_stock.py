@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cachegql.index.ingest.file_stock import FileStock
+from cachegql.index.ingest.file_stock import FileStock, statuses_now
 from cachegql.index.ingest.files import read_regular_status
 from cachegql.index.ingest.identity import RecordingOpener
 from cachegql.index.ingest.locations import Location, Opener
@@ -104,3 +104,28 @@ def test_a_folder_read_twice_with_different_stocks_stands_for_nothing() -> None:
     assert opener.file_stocks[folder.text] is None
     opener.stocked(folder, "b")
     assert opener.file_stocks[folder.text] is None
+
+
+def test_statuses_now_are_those_of_the_paths_folder_by_folder(tmp_path: Path) -> None:
+    paths: list[str] = []
+    for folder in ("a", "b", "a-link"):
+        if folder == "a-link":
+            (tmp_path / folder).symlink_to("a")
+        else:
+            (tmp_path / folder).mkdir()
+        for n in range(3):
+            file = tmp_path / folder / f"{n}.json"
+            if folder != "a-link":
+                file.write_bytes(b"y" * n)
+            paths.append(str(file))
+    paths += [str(tmp_path / "b" / "gone.json"), str(tmp_path / "no-folder" / "x.json")]
+    found = list(statuses_now(iter(paths)))
+    assert [path for path, _ in found] == paths
+    for text, status in found[:-2]:
+        assert status is not None and status == os.stat(text)  # noqa: PTH116
+    assert found[-2][1] is None and found[-1][1] is None
+    # As a stock, the same digest as each file looked at by its whole path.
+    stock = FileStock("files")
+    for text, status in found[:-2]:
+        stock.add_read(text, status)
+    assert stock.digest() == _digest([Path(p) for p in paths[:-2]]) is not None

@@ -15,8 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Iterator
 
-__all__ = ["FileStock"]
+import orjson
+
+__all__ = ["FileStock", "statuses_now"]
 
 # Files per JSON line fed: a line each took 0.9 s for 200,000 files, 0.2 s so.
 _FILES_PER_LINE = 10_000
@@ -65,5 +68,45 @@ class FileStock:
 
     def _feed(self) -> None:
         if self._line:
-            self._sha.update(json.dumps([self._kind, self._line]).encode() + b"\n")
+            # orjson: `json.dumps` of these lines was a tenth of a 1M rebuild with nothing
+            # changed (1.1 s). A name that is no UTF-8 (its bytes kept as surrogates) is
+            # only `json`'s to write: such a line always is.
+            line = [self._kind, self._line]
+            try:
+                text = orjson.dumps(line)
+            except orjson.JSONEncodeError:
+                text = json.dumps(line).encode()
+            self._sha.update(text + b"\n")
             self._line = []
+
+
+def statuses_now(paths: Iterable[str]) -> Iterator[tuple[str, os.stat_result | None]]:
+    """Each of `paths` (listed folder by folder) with its status now, or None if it cannot
+    be looked at. Each is looked at by its name in its folder's open descriptor: the
+    kernel then walks one name, not the whole path (a million spec manifests: 3.5 s, not
+    5.0)."""
+    folder, fd = None, None
+    try:
+        for path in paths:
+            parent, _, name = path.rpartition("/")
+            if parent != folder:
+                if fd is not None:
+                    os.close(fd)
+                folder, fd = parent, _open_folder(parent or "/")
+            try:
+                if fd is None:
+                    yield path, os.stat(path)  # noqa: PTH116 (a text path, as listed)
+                else:
+                    yield path, os.stat(name, dir_fd=fd)
+            except OSError:  # gone, or a link to nothing: nothing stands for it
+                yield path, None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _open_folder(folder: str) -> int | None:
+    try:
+        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:  # looked at by its path instead, which then says what is wrong
+        return None

@@ -35,7 +35,7 @@ from cachegql.index.ingest.buildcache import (
     view_names,
 )
 from cachegql.index.ingest.digest_memo import FileStatuses, Recorded
-from cachegql.index.ingest.file_stock import FileStock
+from cachegql.index.ingest.file_stock import FileStock, statuses_now
 from cachegql.index.ingest.files import Blob, PendingSha256, read_regular_status
 from cachegql.index.ingest.locations import (
     Location,
@@ -304,8 +304,8 @@ def _look(root: Location, manifests: bool = True) -> Stock | None:
 def _stock_now(kind: str, paths: Iterable[str]) -> str:
     """The `FileStock` of the files at `paths`, as they are now."""
     stock = FileStock(kind)
-    for path in paths:
-        stock.add(path)
+    for path, status in statuses_now(paths):
+        stock.add_read(path, status)
     found = stock.digest()
     if found is None:
         raise ReadError(f"a {kind} file could not be looked at")
