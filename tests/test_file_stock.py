@@ -122,10 +122,31 @@ def test_statuses_now_are_those_of_the_paths_folder_by_folder(tmp_path: Path) ->
     found = list(statuses_now(iter(paths)))
     assert [path for path, _ in found] == paths
     for text, status in found[:-2]:
-        assert status is not None and status == os.stat(text)  # noqa: PTH116
+        assert status is not None
+        now = os.stat(text)  # noqa: PTH116
+        assert (status.st_ino, status.st_size, status.st_mtime_ns) == (
+            now.st_ino,
+            now.st_size,
+            now.st_mtime_ns,
+        )
     assert found[-2][1] is None and found[-1][1] is None
-    # As a stock, the same digest as each file looked at by its whole path.
-    stock = FileStock("files")
-    for text, status in found[:-2]:
-        stock.add_read(text, status)
-    assert stock.digest() == _digest([Path(p) for p in paths[:-2]]) is not None
+
+
+def test_statuses_now_of_bare_names_are_in_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "here.json").write_bytes(b"here")
+    monkeypatch.chdir(tmp_path)
+    ((_, status),) = statuses_now(["here.json"])
+    assert status is not None and status.st_ino == (tmp_path / "here.json").stat().st_ino
+
+
+def test_statuses_now_close_their_folders(tmp_path: Path) -> None:
+    descriptors = Path("/proc/self/fd")
+    open_now = len(list(descriptors.iterdir()))
+    paths = [str(tmp_path / f"{n}.json") for n in range(3)]
+    assert len(list(statuses_now(paths))) == 3
+    early = statuses_now(paths)
+    next(early)
+    early.close()
+    assert len(list(descriptors.iterdir())) == open_now

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 
 import orjson
 
@@ -80,7 +80,7 @@ class FileStock:
             self._line = []
 
 
-def statuses_now(paths: Iterable[str]) -> Iterator[tuple[str, os.stat_result | None]]:
+def statuses_now(paths: Iterable[str]) -> Generator[tuple[str, os.stat_result | None]]:
     """Each of `paths` (listed folder by folder) with its status now, or None if it cannot
     be looked at. Each is looked at by its name in its folder's open descriptor: the
     kernel then walks one name, not the whole path (a million spec manifests: 3.5 s, not
@@ -88,11 +88,13 @@ def statuses_now(paths: Iterable[str]) -> Iterator[tuple[str, os.stat_result | N
     folder, fd = None, None
     try:
         for path in paths:
-            parent, _, name = path.rpartition("/")
-            if parent != folder:
+            parent, slash, name = path.rpartition("/")
+            where = parent or slash or "."  # "/x" is in "/", "x" in the working folder
+            if where != folder:
                 if fd is not None:
-                    os.close(fd)
-                folder, fd = parent, _open_folder(parent or "/")
+                    done, fd = fd, None
+                    os.close(done)
+                folder, fd = where, _open_folder(where)
             try:
                 if fd is None:
                     yield path, os.stat(path)  # noqa: PTH116 (a text path, as listed)
@@ -102,7 +104,8 @@ def statuses_now(paths: Iterable[str]) -> Iterator[tuple[str, os.stat_result | N
                 yield path, None
     finally:
         if fd is not None:
-            os.close(fd)
+            done, fd = fd, None
+            os.close(done)
 
 
 def _open_folder(folder: str) -> int | None:
