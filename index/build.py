@@ -279,7 +279,11 @@ class _TagBuild:
         self.result.problems.append(problem)
 
     def _add_reused(
-        self, reused: ReusedTag, folder: str, fingerprint: str, file_digests: dict[str, Any]
+        self,
+        reused: ReusedTag,
+        folder: str,
+        fingerprint: str,
+        file_digests: dict[str, list[int | str]],
     ) -> None:
         result = self.result
         for problem in reused.problems:

@@ -12,10 +12,9 @@ time but not it, and any write, rename or `chmod` moves it.
 
 A status is recorded only once it stood still: that of the file opened for the read, the
 same as the path's after it, with both times at least `SETTLED_NS` before the read began.
-Otherwise a file written twice in
-one tick of the file system's clock, once just before the read and once after, would show
-one status for two contents; a file that settled is re-read only if it changes, and any
-change then moves its change time to a later tick.
+Otherwise a file written twice in one tick of the file system's clock, once just before
+the read and once after, would show one status for two contents; a file that settled is
+read again only if it changes, and any change then moves its change time to a later tick.
 """
 
 from __future__ import annotations
