@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
+
+from cachegql.index.ingest.files import regular_status
 
 __all__ = [
     "SETTLED_NS",
@@ -94,25 +95,12 @@ class FileStatuses:
 
 
 def status_of(path: str) -> Status | None:
-    """The status of the regular file at `path` now; None if there is none.
-
-    Taken on the opened file: a network file system's client then asks its server
-    (close-to-open consistency) rather than answering from its cache of attributes,
-    which may be a minute old. A pipe or a device is not opened.
-    """
+    """The status of the regular file at `path` now, taken on it opened (`regular_status`);
+    None if there is none."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # noqa: PTH116 (a text path)
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return _status(regular_status(path))
     except (OSError, ValueError):  # ValueError: a NUL in the path
         return None
-    try:
-        found = os.fstat(fd)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return _status(found) if stat.S_ISREG(found.st_mode) else None
 
 
 def _status(found: os.stat_result) -> Status:

@@ -33,6 +33,7 @@ __all__ = [
     "read_regular",
     "read_regular_status",
     "reason",
+    "regular_status",
     "release",
     "sha256_of",
 ]
@@ -142,6 +143,15 @@ def read_regular_status(
         return _read_fd(fd, status, limit, path), status
     finally:
         os.close(fd)
+
+
+def regular_status(path: Path | str) -> os.stat_result:
+    """The status of the regular file at `path`, taken on it opened: a network file
+    system's client then asks its server (close-to-open) rather than its cache of
+    attributes. NotRegularFileError (an OSError) for anything else."""
+    fd, status = _open_checked(path)
+    os.close(fd)
+    return status
 
 
 def map_regular(path: Path) -> Blob:
