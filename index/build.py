@@ -34,6 +34,8 @@ from cachegql.index.ingest import (
     ingest_pages,
     plan_sources,
 )
+from cachegql.index.ingest.cache_parts import CacheParts
+from cachegql.index.ingest.cache_parts import prune as prune_parts
 from cachegql.index.ingest.digest_memo import write_recorded
 from cachegql.index.ingest.identity import RecordingOpener, tag_fingerprint, take_stock
 from cachegql.index.ingest.recognise import Plan
@@ -126,7 +128,9 @@ def build_index(
         previous = None if full else PreviousBuild.open(out)
         opener = Opener(reader, limits)
         plan = plan_sources(sources, opener=opener, tag=tag, stack=stack)
-        build = _TagBuild(staging.folder, previous, opener, strict, _counter(plan, on_progress))
+        counter = _counter(plan, on_progress)
+        parts = publish.parts_folder(out)
+        build = _TagBuild(staging.folder, previous, opener, strict, counter, parts)
         try:
             with collector_paused():
                 build.run(plan)
@@ -134,6 +138,8 @@ def build_index(
                 raise BuildError(_nothing_found(build.result, build.total))
             _write_manifest(build, staging, sources)
             folder = publish.publish(staging)
+            # Parts that no tag of the build now serving names are of no use any more.
+            prune_parts(build.parts_folder, {n for e in build.entries for n in e["parts"]})
         except OSError as exc:  # a full disk, a quota: `staged` removes what was written
             raise publish.write_failed(staging, exc) from exc
     result = build.result
@@ -152,6 +158,7 @@ def build_index(
         helper_rss_mb=result.helper_rss_mb,
         reused=build.reused,
         compared=build.compared,
+        parts_taken=build.parts_taken,
     )
 
 
@@ -182,15 +189,18 @@ class _TagBuild:
         opener: Opener,
         strict: bool,
         count: _Counter,
+        parts_folder: Path,
     ) -> None:
         self.folder, self.previous, self.opener = folder, previous, opener
         self.strict, self.count = strict, count
+        self.parts_folder = parts_folder  # where indexes are kept as read (cache_parts.py)
         self.result = Ingested()
         self.entries: list[dict[str, Any]] = []  # the manifest's `tags`
         self.known: dict[str, FileEntry] = {}  # the reused files, checked already
         self.specs: dict[str, int] = {}
         self.reused: list[str] = []
         self.compared = 0  # tags that a previous build was asked for
+        self.parts_taken = 0
         self.read_since_collected = False  # a tag was read (not reused): its cycles remain
 
     @property
@@ -215,6 +225,7 @@ class _TagBuild:
         cached_only = bool(requests) and tag not in self.result.tables
         folder = f"tags/{len(self.entries)}"
         earlier = self.previous.fingerprint(tag) if self.previous and cached_only else None
+        checking = None
         if self.previous is not None and earlier is not None:
             self.compared += 1
             # Local files are hashed again only if their status moved (digest_memo.py).
@@ -238,8 +249,15 @@ class _TagBuild:
         recording = RecordingOpener(self.opener)
         if cached_only:
             take_stock(requests, recording)
+        parts = self._parts(requests, checking) if cached_only else None
         ingest_caches(
-            tag, requests, result, opener=recording, strict=self.strict, on_source=self.count
+            tag,
+            requests,
+            result,
+            opener=recording,
+            strict=self.strict,
+            on_source=self.count,
+            parts=parts,
         )
         recording.frozen = True
         table, graph = result.tables.pop(tag, None), result.graphs.pop(tag, None)
@@ -255,12 +273,17 @@ class _TagBuild:
         finally:
             del table, graph  # the tag's records go now, its cycles before the next tag is read
         fingerprint, file_digests = None, {}
+        if parts is not None:
+            self.parts_taken += len(parts.taken)
+            parts.save(recording.body_digest)
         # A tag missing a cache, or any part of one, that failed to read is no picture of
         # its sources: without a fingerprint, it is read again next time.
         complete = result.caches - caches == len(requests) and not recording.failures
         if cached_only and complete:
             fingerprint = tag_fingerprint(tag, requests, recording, fingerprint_salt())
-            file_digests = write_recorded(recording.recorded())
+            # The files taken from parts were known by their status, not read again.
+            known = checking.recorded() if checking is not None else {}
+            file_digests = write_recorded({**known, **recording.recorded()})
         self._add_entry(
             tag,
             folder,
@@ -271,7 +294,20 @@ class _TagBuild:
             merged_duplicates=result.merged_duplicates - merged,
             problems=[[p.path, p.message] for p in result.problems[problems:]],
             file_digests=file_digests,
+            parts=sorted(parts.names) if parts is not None else [],
         )
+
+    def _parts(
+        self, requests: list[CacheRequest], checking: RecordingOpener | None
+    ) -> CacheParts | None:
+        """Where the tag's indexes are kept as read, and taken from when known already:
+        for a tag of several caches, of which one may change alone (a lone cache that
+        did not change is reused with its tag)."""
+        if len(requests) < 2:
+            return None
+        known = checking.known_digests() if checking is not None else {}
+        code = hashlib.sha256(repr(fingerprint_salt()).encode()).hexdigest()
+        return CacheParts(self.parts_folder, code, known)
 
     def _report(self, problem: Problem) -> None:
         if self.strict:
@@ -305,6 +341,7 @@ class _TagBuild:
             merged_duplicates=reused.merged_duplicates,
             problems=[[p.path, p.message] for p in reused.problems],
             file_digests=file_digests,
+            parts=list(reused.parts),
         )
 
     def _add_entry(self, tag: str, folder: str, **fields: Any) -> None:

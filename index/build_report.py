@@ -32,6 +32,9 @@ class BuildReport:
     # (those read from build caches only, when there was a previous build to ask).
     reused: list[str] = field(default_factory=list)
     compared: int = 0
+    # The index files of the tags read again that were taken as an earlier build read
+    # them (index/ingest/cache_parts.py), not read.
+    parts_taken: int = 0
 
     def summary(self) -> str:
         read = f"{self.pages} pages"
@@ -48,8 +51,11 @@ class BuildReport:
         return f" (and {self.helper_rss_mb} MB in a manifest reader)" if self.helper_rss_mb else ""
 
     def _reuse(self) -> str:
-        """`, reused 2 of 3 tags (develop, v0.22)`, when a previous build was asked."""
+        """`, reused 2 of 3 tags (develop, v0.22)`, when a previous build was asked, and
+        ` and 9 indexes as read before` when index files were taken from parts."""
         if not self.compared:
             return ""
         names = f" ({', '.join(self.reused)})" if self.reused else ""
-        return f", reused {len(self.reused)} of {len(self.tags)} tags{names}"
+        taken = self.parts_taken
+        parts = f" and {taken} index{'es' if taken != 1 else ''} as read before" if taken else ""
+        return f", reused {len(self.reused)} of {len(self.tags)} tags{names}{parts}"

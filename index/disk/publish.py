@@ -62,6 +62,7 @@ __all__ = [
     "describe",
     "lock_file",
     "new_build_id",
+    "parts_folder",
     "prune",
     "publish",
     "received",
@@ -93,6 +94,12 @@ class Staging:
 
 def builds_folder(out: Path) -> Path:
     return out.with_name(out.name + ".builds")
+
+
+def parts_folder(out: Path) -> Path:
+    """The parts a build keeps of the indexes it read, for the next build of `out`
+    (index/ingest/cache_parts.py); beside the builds folder, never served."""
+    return out.with_name(out.name + ".parts")
 
 
 def lock_file(out: Path) -> Path:

@@ -57,6 +57,8 @@ class ReusedTag:
     problems: list[Problem]
     mirrors: dict[str, Any]
     files: dict[str, FileEntry]
+    parts: tuple[str, ...] = ()
+    """The parts of its indexes that the build kept (index/ingest/cache_parts.py)."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,9 @@ def _entry(entry: dict[str, Any], mirrors: dict[str, Any], manifest: Manifest) -
     problems = entry.get("problems")
     if not isinstance(problems, list) or not all(_is_problem(p) for p in problems):
         raise ValueError(f"tag {tag}: problems are not [path, message] pairs")
+    parts = entry.get("parts", [])
+    if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
+        raise ValueError(f"tag {tag}: parts are not names")
     tag_mirrors = mirrors.get(tag, {})
     if not isinstance(tag_mirrors, dict):
         raise ValueError(f"tag {tag}: mirrors are not an object")
@@ -160,6 +165,7 @@ def _entry(entry: dict[str, Any], mirrors: dict[str, Any], manifest: Manifest) -
         [Problem(path, message) for path, message in problems],
         tag_mirrors,
         files,
+        tuple(parts),
     )
     return _Entry(fingerprint, folder, reused, read_recorded(entry.get("file_digests", {}), tag))
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from cachegql.index.ingest.cache_parts import CacheParts
 from cachegql.index.ingest.files import Blob, read_regular, reason
 from cachegql.index.ingest.inflate import verifying_blob
 from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
@@ -39,6 +40,7 @@ from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import (
     SUPPORTED_DB_VERSIONS,
     Database,
+    PartEntry,
     SourceFormatError,
     read_database,
     read_spec_file,
@@ -107,10 +109,21 @@ def cache_data(database: Database, label: str) -> CacheData:
 
 
 def read_index_file(
-    location: Location, opener: Opener, label: str, seen: SeenNodes | None = None
+    location: Location,
+    opener: Opener,
+    label: str,
+    seen: SeenNodes | None = None,
+    parts: CacheParts | None = None,
 ) -> CacheData:
-    """One index file, all of its binaries in the stack `label`."""
-    database = _database(opener.read(location), str(location), seen)
+    """One index file, all of its binaries in the stack `label`; with `parts`, taken from
+    its part where there is one, else read and kept as one (index/ingest/cache_parts.py)."""
+    source = str(location)
+    database = parts.load(location, source, seen, opener) if parts is not None else None
+    if database is None:
+        entries: list[PartEntry] | None = [] if parts is not None else None
+        database = _database(opener.read(location), source, seen, part=entries)
+        if parts is not None and entries is not None:
+            parts.keep(location, database, entries)
     return in_index_folder(cache_data(database, label))
 
 
@@ -121,12 +134,17 @@ def in_index_folder(data: CacheData) -> CacheData:
 
 
 def read_cache(
-    location: Location, opener: Opener, label: str, seen: SeenNodes | None = None
+    location: Location,
+    opener: Opener,
+    label: str,
+    seen: SeenNodes | None = None,
+    parts: CacheParts | None = None,
 ) -> CacheData:
     """An index file (a `.json` location) or a mirror root. `seen`: the nodes the tag's
-    other caches gave, not read again (index/ingest/seen_nodes.py)."""
+    other caches gave, not read again (index/ingest/seen_nodes.py); `parts`: index files
+    read by an earlier build (index/ingest/cache_parts.py)."""
     if location.name.endswith(".json"):
-        return read_index_file(location, opener, label, seen)
+        return read_index_file(location, opener, label, seen, parts)
     return read_mirror(location, opener, label, seen)
 
 
@@ -357,10 +375,14 @@ def read_listing(
 
 
 def _database(
-    data: Blob, source: str, seen: SeenNodes | None = None, check: PendingCheck | None = None
+    data: Blob,
+    source: str,
+    seen: SeenNodes | None = None,
+    check: PendingCheck | None = None,
+    part: list[PartEntry] | None = None,
 ) -> Database:
     try:
-        return read_database(data, source, seen, check)
+        return read_database(data, source, seen, check, part)
     except SourceFormatError as exc:
         raise SourceFormatError(f"{source}: {exc}") from None
 

@@ -152,6 +152,19 @@ class RecordingOpener(Opener):
             found[text] = (status, digest)
         return found
 
+    def known_digests(self) -> dict[str, str]:
+        """The sha256 of each body this opener knows (read, or known by its status)."""
+        return {text: found for text in self.digests if (found := self.body_digest(text))}
+
+    def body_digest(self, text: str) -> str | None:
+        """The sha256 of the body at the location `text` if it was read (or known)."""
+        digest = self.digests.get(text)
+        if digest is None or text in self.failures:
+            return None
+        if isinstance(digest, PendingSha256):
+            digest = self.digests[text] = digest.result()
+        return digest
+
     def read_elsewhere(
         self, location: Location, sha256: str | None = None, failure: str | None = None
     ) -> None:

@@ -23,6 +23,7 @@ from cachegql.index.ingest.buildcache import (
     read_index_file,
     read_mirror,
 )
+from cachegql.index.ingest.cache_parts import CacheParts
 from cachegql.index.ingest.files import read_head, reason
 from cachegql.index.ingest.locations import Opener, ReadError
 from cachegql.index.ingest.oci import read_oci
@@ -163,9 +164,11 @@ def ingest_caches(
     opener: Opener,
     strict: bool = False,
     on_source: Callable[[str], None] | None = None,
+    parts: CacheParts | None = None,
 ) -> None:
     """Read the build caches of one tag into `result` (its table and DAG), so that a
-    build can write that tag and drop it before reading the next one."""
+    build can write that tag and drop it before reading the next one; with `parts`, its
+    index files as an earlier build read them, where it did (index/ingest/cache_parts.py)."""
     report = _reporter(result, strict)
     # Caches of one tag repeat each other's nodes: read each once (a lone cache has no
     # other to repeat, and keeping its nodes' digests would only cost memory).
@@ -174,7 +177,7 @@ def ingest_caches(
         if on_source is not None:
             on_source(str(request.location))
         with opener.source():
-            data = _read_cache(request, opener, report, seen)
+            data = _read_cache(request, opener, report, seen, parts)
         if data is None:
             continue
         result.caches += 1
@@ -210,6 +213,7 @@ def _read_cache(
     opener: Opener,
     report: Callable[[Problem], None],
     seen: SeenNodes | None = None,
+    parts: CacheParts | None = None,
 ) -> CacheData | None:
     location = request.location
     try:
@@ -220,12 +224,12 @@ def _read_cache(
             if request.data is not None:
                 database = read_database(request.data, str(location), seen)
                 return in_index_folder(cache_data(database, request.label))
-            return read_index_file(location, opener, request.label, seen)
+            return read_index_file(location, opener, request.label, seen, parts)
         if location.is_oci:  # an OCI repository is a mirror of its own layout
             return read_oci(location, opener, request.label, seen)
         if request.kind == "mirror":
             return read_mirror(location, opener, request.label, seen)
-        return read_cache(location, opener, request.label, seen)
+        return read_cache(location, opener, request.label, seen, parts)
     except (ReadError, SourceFormatError, OSError) as exc:
         where = f" (stack {request.label} of tag {request.tag})" if request.kind == "cache" else ""
         report(

@@ -35,9 +35,11 @@ class SeenNodes:
     """The nodes read so far in one tag, each by its record's key (hash and digest).
 
     `take(hash, record_bytes)` is asked before a record is parsed: it gives the node of a
-    record read before with the same bytes (but for the tail), or the key to `keep` the
-    node under once the caller has read the record (empty when a record of that hash
-    with other bytes came first: the first stays).
+    record read before with the same bytes (but for the tail), and the record's key, to
+    `keep` the node under once the caller has read the record (the first node of a hash
+    stays: a record of that hash with other bytes read later is not kept).
+    `take_keyed` is the same for a record whose key and flag are known already (a part
+    kept by an earlier build: index/ingest/cache_parts.py).
     """
 
     __slots__ = ("_read", "taken")
@@ -48,16 +50,19 @@ class SeenNodes:
 
     def take(self, digest: str, record: bytes) -> tuple[Node | None, bytes]:
         key, flag = _identity(record)
+        return self.take_keyed(digest, key, flag), key
+
+    def take_keyed(self, digest: str, key: bytes, flag: bool | None) -> Node | None:
+        """The node read before for a record of `digest` whose key is `key`, with the
+        `in_buildcache` flag `flag` (None: the node's own); None if there is none."""
         earlier = self._read.get(digest)
-        if earlier is None:
-            return None, key
-        if earlier[0] != key:
-            return None, b""
+        if earlier is None or earlier[0] != key:
+            return None
         self.taken += 1
         node = earlier[1]
         if flag is not None and node.in_buildcache != flag:
             node = node._replace(in_buildcache=flag)
-        return node, b""
+        return node
 
     def keep(self, key: bytes, node: Node) -> None:
         """Remember `node`, read from the record `take` gave `key` for."""

@@ -50,6 +50,7 @@ __all__ = [
     "Database",
     "Edge",
     "Node",
+    "PartEntry",
     "SourceFormatError",
     "binary_hashes",
     "read_database",
@@ -63,7 +64,11 @@ _SIGNATURE = b"\n-----BEGIN PGP SIGNATURE-----"
 
 
 def read_database(
-    data: Blob, source: str, seen: SeenNodes | None = None, check: PendingCheck | None = None
+    data: Blob,
+    source: str,
+    seen: SeenNodes | None = None,
+    check: PendingCheck | None = None,
+    part: list[PartEntry] | None = None,
 ) -> Database:
     """Read an index file; raise SourceFormatError when it is not one at all.
 
@@ -80,10 +85,15 @@ def read_database(
     read as soon as it is known, and the bytes are read again another way (another scan,
     the whole document) only once they are verified: a damaged blob is refused in seconds,
     not parsed whole first, or read as one document.
+
+    With `part`, each node is added to it as read (`PartEntry`), for an index read again
+    to be taken from it instead (index/ingest/cache_parts.py).
     """
     for scan in ("compact", "quick"):
         try:
-            return _read_records(*_records(data, source, scan, seen, check), source, seen)
+            if part is not None:
+                part.clear()  # what a scan that failed half way added
+            return _read_records(*_records(data, source, scan, seen, check), source, seen, part)
         except EscapeError:
             break
         except SlicingError:
@@ -92,17 +102,25 @@ def read_database(
             continue
     if check is not None:
         check.wait()
-    return _read_records(*_records(data, source, "exact", seen, check), source, seen)
+    if part is not None:
+        part.clear()
+    return _read_records(*_records(data, source, "exact", seen, check), source, seen, part)
 
 
 def _read_records(
-    version: int, records: Iterable[_Record], source: str, seen: SeenNodes | None
+    version: int,
+    records: Iterable[_Record],
+    source: str,
+    seen: SeenNodes | None,
+    part: list[PartEntry] | None = None,
 ) -> Database:
     result = Database(source=source, version=version)
     memo = NodeMemo()
     for digest, install, key in records:
         if isinstance(install, Node):  # the same record, read in another cache of the tag
             result.nodes[digest] = install
+            if part is not None:
+                part.append((digest, key, install, True))
             continue
         try:
             if not isinstance(install, dict) or not isinstance(install.get("spec"), dict):
@@ -114,6 +132,8 @@ def _read_records(
         if seen is not None and key:
             seen.keep(key, node)
         result.nodes[node.hash] = node
+        if part is not None:
+            part.append((node.hash, key, node, False))
     return result
 
 
@@ -132,8 +152,11 @@ _RELEASE_SPAN = 64 << 20  # bytes of a mapped index read before its pages are dr
 # How the records of an index are found (index/ingest/record_spans.py).
 Scan = Literal["compact", "quick", "exact"]
 # A record: its hash, what it holds (the parsed record, its flag when read lazily, or the
-# node `seen` took for it), and its key for `seen` (empty: none, not to be kept).
+# node `seen` took for it), and its key for `seen` (empty: none).
 _Record = tuple[str, Any, bytes]
+PartEntry = tuple[str, bytes, Node, bool]
+"""A node as read from an index: its key in the database, its record's key for `seen`
+(empty: none), the node, and whether `seen` gave it (a record another cache gave alike)."""
 
 
 def _records(
@@ -199,7 +222,7 @@ def _records(
             if seen is not None:
                 node, key = seen.take(digest, piece)
                 if node is not None:
-                    yield digest, node, b""
+                    yield digest, node, key
                     continue
             try:
                 record = orjson.loads(piece)

@@ -1,0 +1,258 @@
+"""Indexes kept as read (index/ingest/cache_parts.py): a tag read again takes the index
+files that did not change from the parts an earlier build kept of them, and gives the
+nodes, the flags, the problems and the build that reading them gives.
+
+The records of tests/test_seen_nodes.py (every layout, every way a second cache's records
+may differ from the first's) read into parts and taken back; real generated build caches
+built, changed and built again on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachegql.demo import MirrorConfig, write_mirror
+from cachegql.index import build_index
+from cachegql.index.build import BuildReport
+from cachegql.index.ingest import digest_memo, files, identity, locations
+from cachegql.index.ingest.cache_parts import decode_part, encode_part
+from cachegql.index.ingest.dag_nodes import Database, SourceFormatError
+from cachegql.index.ingest.seen_nodes import SeenNodes
+from cachegql.index.ingest.spackdb import PartEntry, read_database
+from tests.test_seen_nodes import CHANGES, LAYOUTS, _index
+
+TAGS = ("develop", "v0.22")
+
+
+def _as_read(database: Database | None) -> object:
+    """What a database holds, in its order: nodes (flags included) and problems."""
+    if database is None:
+        return None
+    nodes = [(h, node, node.in_buildcache) for h, node in database.nodes.items()]
+    return database.version, nodes, [str(p) for p in database.problems]
+
+
+def _read_keeping(documents: list[bytes], seen: SeenNodes) -> list[tuple[object, bytes | None]]:
+    """Each document read in turn with `seen`: what it gave, and its part (None: it is
+    no index, and reading it fails)."""
+    found: list[tuple[object, bytes | None]] = []
+    for number, data in enumerate(documents):
+        entries: list[PartEntry] = []
+        try:
+            database = read_database(data, f"cache{number}", seen, part=entries)
+        except SourceFormatError as exc:
+            found.append((str(exc), None))
+            continue
+        problems = [p.message for p in database.problems]
+        found.append((_as_read(database), encode_part(database.version, entries, problems)))
+    return found
+
+
+def _taken(read: list[tuple[object, bytes | None]], seen: SeenNodes | None) -> list[object]:
+    """The parts of `read` taken in turn with `seen` (where reading failed, its error)."""
+    return [
+        _as_read(decode_part(part, f"cache{n}", seen)) if part is not None else found
+        for n, (found, part) in enumerate(read)
+    ]
+
+
+def _documents(layout: str, change: str) -> list[bytes]:
+    how, _ = CHANGES[change]
+    return [_index(LAYOUTS[layout]), _index(LAYOUTS[layout], how)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("change", CHANGES)
+def test_parts_give_what_reading_gives(layout: str, change: str) -> None:
+    read = _read_keeping(_documents(layout, change), SeenNodes())
+    assert read[0][1] is not None
+    seen = SeenNodes()
+    assert _taken(read, seen) == [found for found, _ in read]
+    assert seen.taken == CHANGES[change][1]
+
+
+@pytest.mark.parametrize("change", ["the same bytes", "another ref_count", "binaries only"])
+def test_a_part_given_by_a_cache_not_read_before_it_is_not_taken(change: str) -> None:
+    """The second cache's records were the first's: its part names them by their keys
+    only, and without the first read before it, it gives nothing (the index is read)."""
+    (first, first_part), (_, second_part) = _read_keeping(
+        _documents("compact", change), SeenNodes()
+    )
+    assert first_part is not None and second_part is not None
+    assert decode_part(second_part, "cache1", SeenNodes()) is None
+    assert decode_part(second_part, "cache1", None) is None
+    # The first cache's part needs no other.
+    assert _as_read(decode_part(first_part, "cache0", SeenNodes())) == first
+    assert _as_read(decode_part(first_part, "cache0", None)) == first
+
+
+def test_a_part_read_in_another_order_gives_what_reading_gives() -> None:
+    """A part kept when its cache was read first, taken when another is read before it."""
+    documents = _documents("compact", "another ref_count")
+    part = _read_keeping(documents, SeenNodes())[0][1]
+    assert part is not None
+    seen = SeenNodes()
+    second_first: list[Database | None] = [read_database(documents[1], "cache1", seen)]
+    second_first.append(decode_part(part, "cache0", seen))
+    assert seen.taken == 6  # the part's records, read alike in the other cache first
+    again = SeenNodes()
+    expected = [read_database(documents[1], "cache1", again)]
+    expected.append(read_database(documents[0], "cache0", again))
+    assert [_as_read(d) for d in second_first] == [_as_read(d) for d in expected]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda part: part[:-1], id="cut short"),
+        pytest.param(lambda part: part[:-5] + bytes([part[-5] ^ 1]) + part[-4:], id="a bit"),
+        pytest.param(lambda part: b"other" + part[5:], id="another header"),
+        pytest.param(lambda part: b"", id="empty"),
+    ],
+)
+def test_a_damaged_part_is_not_taken(damage: Any) -> None:
+    part = _read_keeping(_documents("compact", "the same bytes"), SeenNodes())[0][1]
+    assert part is not None and decode_part(part, "cache0", SeenNodes()) is not None
+    assert decode_part(damage(part), "cache0", SeenNodes()) is None
+
+
+# Whole builds.
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two tags of a root and three stacks each, and a listing naming their index files."""
+    root = tmp_path_factory.mktemp("parts-sources")
+    listing = {}
+    for seed, tag in enumerate(TAGS, start=60):
+        config = MirrorConfig(specs=90, packages=15, stacks=3, seed=seed, tag=tag)
+        summary = write_mirror(config, root / tag)
+        entries = json.loads(summary.listing.read_text())[tag]
+        listing[tag] = [{"label": e["label"], "url": f"{tag}/{e['url']}"} for e in entries]
+    (root / "listing.json").write_text(json.dumps(listing))
+    return root
+
+
+@pytest.fixture
+def sources(generated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # The files were just written: known by their status at once (test_digest_memo.py).
+    monkeypatch.setattr(digest_memo, "SETTLED_NS", 0)
+    return Path(shutil.copytree(generated, tmp_path / "src"))
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The local index files read whole from now on (the real readers, counted)."""
+    read: list[str] = []
+
+    def counting(real: Any) -> Any:
+        def counted(path: Path, *args: Any, **kwargs: Any) -> Any:
+            if path.name == "index.json":
+                read.append(str(path))
+            return real(path, *args, **kwargs)
+
+        return counted
+
+    monkeypatch.setattr(locations, "read_regular", counting(files.read_regular))
+    monkeypatch.setattr(identity, "read_regular_status", counting(files.read_regular_status))
+    return read
+
+
+def _build(sources: Path, out: Path, **options: Any) -> BuildReport:
+    return build_index([sources / "listing.json"], out, **options)
+
+
+def _index_files(sources: Path, tag: str) -> list[Path]:
+    return sorted((sources / tag).rglob("index.json"))
+
+
+def _tag_files(build: Path) -> dict[str, bytes]:
+    """A build's files but its manifest and text indexes (named at random by whoosh)."""
+    return {
+        path.relative_to(build).as_posix(): path.read_bytes()
+        for path in sorted(build.rglob("*"))
+        if path.is_file() and path.name != "manifest.json" and "text" not in path.parts
+    }
+
+
+def _parts_named(build: Path) -> dict[str, list[str]]:
+    manifest = json.loads((build / "manifest.json").read_text())
+    return {entry["name"]: entry["parts"] for entry in manifest["tags"]}
+
+
+def _add_a_dependency_flag(index: Path) -> None:
+    """Make one stack's index another (one binary out of its build cache)."""
+    document = json.loads(index.read_text())
+    installs = document["database"]["installs"]
+    digest = next(h for h, r in sorted(installs.items()) if r["in_buildcache"])
+    installs[digest]["in_buildcache"] = False
+    index.write_text(json.dumps(document, separators=(",", ":")))
+
+
+def test_a_tag_read_again_takes_its_unchanged_indexes_from_parts(
+    sources: Path, tmp_path: Path, reads: list[str]
+) -> None:
+    out = tmp_path / "ix"
+    first = _build(sources, out)
+    parts = out.with_name("ix.parts")
+    kept = _parts_named(first.folder)
+    assert {len(names) for names in kept.values()} == {4}  # a part per index of each tag
+    assert sorted(p.name for p in parts.iterdir()) == sorted(n for v in kept.values() for n in v)
+    changed = next(p for p in _index_files(sources, "v0.22") if "root" not in p.parts)
+    _add_a_dependency_flag(changed)
+    reads.clear()
+    again = _build(sources, out)
+    assert again.reused == ["develop"] and again.parts_taken == 3
+    assert ", reused 1 of 2 tags (develop) and 3 indexes as read before -> " in again.summary()
+    assert set(reads) == {str(changed)}  # the others were known by their status
+    full = _build(sources, tmp_path / "full", full=True)
+    assert full.parts_taken == 0
+    assert _tag_files(again.folder) == _tag_files(full.folder)
+    assert _parts_named(again.folder) == _parts_named(full.folder)
+    # The changed index's old part is named by no tag any more: gone; the rest stay.
+    now = _parts_named(again.folder)
+    assert sorted(p.name for p in parts.iterdir()) == sorted(n for v in now.values() for n in v)
+    assert now["develop"] == kept["develop"] and now["v0.22"] != kept["v0.22"]
+
+
+@pytest.mark.parametrize("damage", ["cut short", "removed"])
+def test_a_damaged_or_missing_part_means_the_index_is_read(
+    sources: Path, tmp_path: Path, reads: list[str], damage: str
+) -> None:
+    out = tmp_path / "ix"
+    first = _build(sources, out)
+    root = next(p for p in _index_files(sources, "v0.22") if "root" in p.parts)
+    changed = next(p for p in _index_files(sources, "v0.22") if "root" not in p.parts)
+    _add_a_dependency_flag(changed)
+    for name in _parts_named(first.folder)["v0.22"]:
+        part = out.with_name("ix.parts") / name
+        if damage == "removed":
+            part.unlink()
+        else:
+            part.write_bytes(part.read_bytes()[:-1])
+    reads.clear()
+    again = _build(sources, out)
+    assert again.parts_taken == 0
+    assert str(changed) in reads and str(root) in reads
+    full = _build(sources, tmp_path / "full", full=True)
+    assert _tag_files(again.folder) == _tag_files(full.folder)
+    # Kept again, sound, for the next build.
+    assert all(
+        (out.with_name("ix.parts") / n).is_file() for n in _parts_named(again.folder)["v0.22"]
+    )
+
+
+def test_a_lone_cache_keeps_no_part(sources: Path, tmp_path: Path) -> None:
+    """A tag of one cache that did not change is reused whole: a part would never be
+    taken."""
+    listing = json.loads((sources / "listing.json").read_text())
+    (sources / "listing.json").write_text(json.dumps({t: e[:1] for t, e in listing.items()}))
+    report = _build(sources, tmp_path / "ix")
+    assert report.specs > 0
+    assert _parts_named(report.folder) == {"develop": [], "v0.22": []}
+    assert not tmp_path.joinpath("ix.parts").exists()
