@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cachegql.index.binary_urls import public_base
-from cachegql.index.build_report import BuildReport
+from cachegql.index.build_report import BuildReport, cycle_message, nothing_found
 from cachegql.index.disk import publish
 from cachegql.index.disk.dagwrite import CycleError
 from cachegql.index.disk.layout import FORMAT_VERSION
@@ -56,6 +56,7 @@ __all__ = [
 # every tag's fingerprint, so a change to any of them rebuilds every tag.
 CODE_FILES = (
     "build.py",
+    "build_report.py",
     "binary_urls.py",
     "fields.py",
     "records.py",
@@ -135,7 +136,7 @@ def build_index(
             with collector_paused():
                 build.run(plan)
             if not sum(build.specs.values()):
-                raise BuildError(_nothing_found(build.result, build.total))
+                raise BuildError(nothing_found(build.result, build.total))
             _write_manifest(build, staging, sources)
             folder = publish.publish(staging)
             # Parts that no tag of the build now serving names are of no use any more.
@@ -268,7 +269,7 @@ class _TagBuild:
         except CycleError as exc:
             shutil.rmtree(self.folder / folder)
             result.mirrors.pop(tag, None)
-            self._report(Problem(f"tag {tag}", _cycle_message(exc)))
+            self._report(Problem(f"tag {tag}", cycle_message(exc)))
             return
         finally:
             del table, graph  # the tag's records go now, its cycles before the next tag is read
@@ -380,24 +381,3 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _nothing_found(ingested: Ingested, sources: int) -> str:
-    message = (
-        f"no specs found in {sources} sources ({ingested.pages} pages and "
-        f"{ingested.caches} build caches read)"
-    )
-    if ingested.problems:
-        message += f"; {len(ingested.problems)} problems, the first: {ingested.problems[0]}"
-    return message + "; nothing was published"
-
-
-def _cycle_message(error: CycleError) -> str:
-    if not error.nodes:
-        return f"left out: {error}"
-    shown = ", ".join(f"{name}/{digest[:7]}" for name, digest in error.nodes[:5])
-    more = f" and {len(error.nodes) - 5} more" if len(error.nodes) > 5 else ""
-    return (
-        f"left out: {error}, through {len(error.nodes)} nodes ({shown}{more}); no Spack"
-        " DAG has one, so the records of these hashes in its build caches are broken"
-    )

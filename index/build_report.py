@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cachegql.index.disk.dagwrite import CycleError
+from cachegql.index.ingest import Ingested
 from cachegql.index.records import Problem
 
-__all__ = ["BuildReport"]
+__all__ = ["BuildReport", "cycle_message", "nothing_found"]
 
 
 @dataclass
@@ -59,3 +61,26 @@ class BuildReport:
         taken = self.parts_taken
         parts = f" and {taken} index{'es' if taken != 1 else ''} as read before" if taken else ""
         return f", reused {len(self.reused)} of {len(self.tags)} tags{names}{parts}"
+
+
+def nothing_found(ingested: Ingested, sources: int) -> str:
+    """Why a build that found no specs publishes nothing."""
+    message = (
+        f"no specs found in {sources} sources ({ingested.pages} pages and "
+        f"{ingested.caches} build caches read)"
+    )
+    if ingested.problems:
+        message += f"; {len(ingested.problems)} problems, the first: {ingested.problems[0]}"
+    return message + "; nothing was published"
+
+
+def cycle_message(error: CycleError) -> str:
+    """The problem of a tag left out for a cycle in its DAG."""
+    if not error.nodes:
+        return f"left out: {error}"
+    shown = ", ".join(f"{name}/{digest[:7]}" for name, digest in error.nodes[:5])
+    more = f" and {len(error.nodes) - 5} more" if len(error.nodes) > 5 else ""
+    return (
+        f"left out: {error}, through {len(error.nodes)} nodes ({shown}{more}); no Spack"
+        " DAG has one, so the records of these hashes in its build caches are broken"
+    )

@@ -24,6 +24,8 @@ from cachegql.index.ingest.cache_parts import decode_part, encode_part
 from cachegql.index.ingest.dag_nodes import Database, SourceFormatError
 from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import PartEntry, read_database
+from cachegql.server.fetch import HttpReader
+from tests.http_fixture import MirrorHTTPServer
 from tests.test_seen_nodes import CHANGES, LAYOUTS, _index
 
 TAGS = ("develop", "v0.22")
@@ -256,3 +258,24 @@ def test_a_lone_cache_keeps_no_part(sources: Path, tmp_path: Path) -> None:
     assert report.specs > 0
     assert _parts_named(report.folder) == {"develop": [], "v0.22": []}
     assert not tmp_path.joinpath("ix.parts").exists()
+
+
+def test_remote_indexes_are_taken_from_parts_once_revalidated(
+    sources: Path, tmp_path: Path
+) -> None:
+    """Over http, the unchanged indexes of a tag read again are revalidated (304) and
+    taken from their parts; only the changed one is downloaded and read."""
+    out = tmp_path / "ix"
+    with MirrorHTTPServer(sources) as http, HttpReader(tmp_path / "fetch") as reader:
+        listing = http.url_for("listing.json")
+        build_index([listing], out, reader=reader)
+        changed = next(p for p in _index_files(sources, "v0.22") if "root" not in p.parts)
+        _add_a_dependency_flag(changed)
+        http.clear_log()
+        again = build_index([listing], out, reader=reader)
+        assert again.reused == ["develop"] and again.parts_taken == 3
+        fetched = [e for e in http.requests("/", method="GET") if e.path.endswith("index.json")]
+        downloaded = {e.path for e in fetched if e.status == 200}
+        assert downloaded == {"/" + changed.relative_to(sources).as_posix()}
+        full = build_index([listing], tmp_path / "full", reader=reader, full=True)
+        assert _tag_files(again.folder) == _tag_files(full.folder)

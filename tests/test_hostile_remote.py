@@ -26,8 +26,8 @@ import pytest
 
 from cachegql.index import LIMITS, SourceLimits, over_limit
 from cachegql.index.ingest import Location, Opener, OriginError, ReadError, shown
-from cachegql.index.ingest.buildcache import read_listing
 from cachegql.index.ingest.inflate import GZIP, Inflater, gunzip
+from cachegql.index.ingest.listings import read_listing
 from cachegql.index.ingest.spackdb import SourceFormatError
 from cachegql.server.fetch import HttpReader
 from cachegql.server.oci import OciReader

@@ -23,12 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from cachegql.index.ingest.cache_parts import CacheParts
 from cachegql.index.ingest.files import Blob, read_regular, reason
 from cachegql.index.ingest.inflate import verifying_blob
-from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
+from cachegql.index.ingest.listings import json_document
 from cachegql.index.ingest.locations import (
     Location,
     NotFoundError,
@@ -56,12 +54,9 @@ from cachegql.index.records import Problem
 
 __all__ = [
     "CacheData",
-    "ListingEntry",
     "cache_data",
-    "is_listing",
     "read_cache",
     "read_index_file",
-    "read_listing",
     "read_mirror",
     "read_spec_files",
     "spec_file_paths",
@@ -90,13 +85,6 @@ class CacheData:
     layout: str | None = None
     # The peak memory of a process that read its spec manifests beside this one, if any.
     helper_rss_mb: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ListingEntry:
-    tag: str
-    label: str
-    location: Location
 
 
 def binaries(database: Database) -> set[str]:
@@ -225,7 +213,7 @@ def _view_blobs(root: Location, opener: Opener) -> list[ViewBlob | Problem]:
 
 def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> tuple[Location, str]:
     """The blob of the newest supported database a manifest lists, and its checksum."""
-    document = _json(strip_clearsign(opener.read(manifest)), str(manifest))
+    document = json_document(strip_clearsign(opener.read(manifest)), str(manifest))
     records = document.get("data") if isinstance(document, dict) else None
     if not isinstance(records, list):
         raise SourceFormatError(f"{manifest}: not a build-cache manifest: no 'data' list")
@@ -319,61 +307,6 @@ def read_spec_files(folder: Location) -> Database:
     return database
 
 
-def is_listing(document: object) -> bool:
-    """`{"<tag>": [{"label": ..., "url": ...}, ...]}`."""
-    return (
-        isinstance(document, dict)
-        and bool(document)
-        and all(
-            isinstance(entries, list)
-            and all(isinstance(e, dict) and "label" in e and "url" in e for e in entries)
-            for entries in document.values()
-        )
-    )
-
-
-def read_listing(
-    data: bytes, location: Location, max_entries: int | None = None
-) -> tuple[list[ListingEntry], list[Problem]]:
-    """The entries of a listing, their urls resolved against the listing's location.
-
-    An entry the origin rules refuse (a local file named by a listing read from the
-    network) is a problem, never read; a listing of more than `max_entries` is refused.
-    """
-    document = _json(data, str(location))
-    if not is_listing(document):
-        raise SourceFormatError(
-            'not a cache listing: expected {"<tag>": [{"label": ..., "url": ...}, ...]}'
-        )
-    named = sum(len(items) for items in document.values())
-    max_entries = SourceLimits().max_listing_entries if max_entries is None else max_entries
-    if named > max_entries:
-        raise SourceFormatError(
-            f"the listing names {named:,} stacks, over the limit of {max_entries:,} "
-            f"({flag_of('max_listing_entries')}); skipped whole"
-        )
-    entries, problems = [], []
-    for tag, items in document.items():
-        for item in items:
-            label, url = item.get("label"), item.get("url")
-            if not isinstance(label, str) or not label or not isinstance(url, str) or not url:
-                problems.append(
-                    Problem(
-                        str(location),
-                        f"entry {item!r} of tag {tag!r} skipped: "
-                        "'label' and 'url' must be non-empty strings",
-                    )
-                )
-                continue
-            try:
-                entries.append(ListingEntry(str(tag), label, location.sibling(url)))
-            except ReadError as exc:
-                problems.append(
-                    Problem(str(location), f"entry {label!r} of tag {tag!r} skipped: {exc}")
-                )
-    return entries, problems
-
-
 def _database(
     data: Blob,
     source: str,
@@ -385,20 +318,6 @@ def _database(
         return read_database(data, source, seen, check, part)
     except SourceFormatError as exc:
         raise SourceFormatError(f"{source}: {exc}") from None
-
-
-def _json(data: bytes, source: str) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise SourceFormatError(f"{source}: {json_error(exc)}") from None
-
-
-def json_error(error: orjson.JSONDecodeError) -> str:
-    """What is wrong with a JSON document, the depth limit said as one."""
-    if "depth limit" in str(error) or "recursion" in str(error).lower():
-        return f"not valid JSON: nested deeper than {JSON_MAX_DEPTH:,} levels"
-    return f"not valid JSON ({error})"
 
 
 def v2_folder(root: Location) -> Location:

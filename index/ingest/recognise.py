@@ -16,14 +16,9 @@ from typing import Literal
 
 import orjson
 
-from cachegql.index.ingest.buildcache import (
-    SPEC_FILE_SUFFIXES,
-    ListingEntry,
-    is_listing,
-    json_error,
-    read_listing,
-)
+from cachegql.index.ingest.buildcache import SPEC_FILE_SUFFIXES
 from cachegql.index.ingest.files import read_head, read_regular, reason
+from cachegql.index.ingest.listings import ListingEntry, is_listing, json_error, read_listing
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
 from cachegql.index.ingest.spackdb import SourceFormatError
