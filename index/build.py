@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import resource
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -39,6 +38,7 @@ from cachegql.index.ingest.cache_parts import prune as prune_parts
 from cachegql.index.ingest.digest_memo import write_recorded
 from cachegql.index.ingest.identity import RecordingOpener, tag_fingerprint, take_stock
 from cachegql.index.ingest.recognise import Plan
+from cachegql.index.peak_memory import peak_rss_mb
 from cachegql.index.records import Problem
 
 __all__ = [
@@ -155,7 +155,7 @@ def build_index(
         problems=result.problems,
         skipped=result.skipped,
         merged_duplicates=result.merged_duplicates,
-        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        peak_rss_mb=peak_rss_mb(),
         helper_rss_mb=result.helper_rss_mb,
         reused=build.reused,
         compared=build.compared,

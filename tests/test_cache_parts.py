@@ -279,3 +279,12 @@ def test_remote_indexes_are_taken_from_parts_once_revalidated(
         assert downloaded == {"/" + changed.relative_to(sources).as_posix()}
         full = build_index([listing], tmp_path / "full", reader=reader, full=True)
         assert _tag_files(again.folder) == _tag_files(full.folder)
+
+
+def test_parts_that_cannot_be_written_are_left_out(sources: Path, tmp_path: Path) -> None:
+    """A part only saves time: where none can be written, the build goes on without."""
+    tmp_path.joinpath("ix.parts").write_text("a file where the folder would be")
+    report = _build(sources, tmp_path / "ix")
+    assert report.specs > 0 and report.caches == 8
+    assert _parts_named(report.folder) == {"develop": [], "v0.22": []}
+    assert tmp_path.joinpath("ix.parts").read_text() == "a file where the folder would be"

@@ -209,7 +209,8 @@ class CacheParts:
 
     def save(self, digest_of: Callable[[str], str | None]) -> None:
         """Write the parts kept, each named by the digest `digest_of` gives its location
-        (none: not written); a part written already is left as it is."""
+        (none: not written); a part written already is left as it is, and one that
+        cannot be written (a full disk, a folder not ours to write) is left out."""
         kept, self._kept = self._kept, []
         for location, version, entries, messages in kept:
             sha256 = digest_of(location.text)
@@ -217,9 +218,12 @@ class CacheParts:
                 continue
             name = self.name(sha256)
             path = self.folder / name
-            if not path.is_file():
-                self.folder.mkdir(parents=True, exist_ok=True)
-                _write_atomically(path, encode_part(version, entries, messages))
+            try:
+                if not path.is_file():
+                    self.folder.mkdir(parents=True, exist_ok=True)
+                    _write_atomically(path, encode_part(version, entries, messages))
+            except OSError:  # a part only saves time: the build goes on without it
+                continue
             self.names.add(name)
 
 

@@ -17,7 +17,6 @@ import contextlib
 import multiprocessing
 import os
 import pickle
-import resource
 import signal
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,6 +41,7 @@ from cachegql.index.ingest.view_binaries import (
     view_outcome,
 )
 from cachegql.index.ingest.view_claims import ViewClaims
+from cachegql.index.peak_memory import peak_rss_mb
 from cachegql.index.records import Problem
 
 __all__ = [
@@ -65,7 +65,6 @@ Sizes = tuple[dict[str, int], list[Problem]]
 # a dict. Then the outcome of each view it took (the first ones: `ViewClaims`), and the
 # manifests' `FileStock` digest.
 _Packed = tuple[bytes, "array[int]", list[Problem], list[PackedOutcome], str | None]
-_KB_PER_MB = 1024
 
 
 class PendingSizes:
@@ -334,7 +333,7 @@ def _send_sizes(
     payload = pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
     try:
         sender.send_bytes(payload)
-        sender.send(_peak_rss_mb())  # after the pickling, the largest it grows
+        sender.send(peak_rss_mb())  # after the pickling, the largest it grows
     except OSError:  # the build stopped listening
         return
     finally:
@@ -349,16 +348,6 @@ _UNLISTED = "folder of spec manifests cannot be listed; the sizes of its binarie
 _CHECK_EVERY = 1024  # manifests read between two looks at whether the build is still there
 _STOPPING_SECONDS = 5.0
 _NAMES = "utf-8"  # file names as os.scandir gives them, undecodable bytes and all
-
-
-def _peak_rss_mb() -> int:
-    """This process's own peak: `VmHWM`, which starts again at exec, where `ru_maxrss`
-    keeps the high-water mark of the build the process was forked from."""
-    try:
-        status = Path("/proc/self/status").read_text()
-        return int(status.split("VmHWM:", 1)[1].split()[0]) // _KB_PER_MB
-    except (OSError, IndexError, ValueError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // _KB_PER_MB
 
 
 def _by_node_hash(hashes: Iterable[str], sizes: Iterable[int]) -> dict[str, int]:
