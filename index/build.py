@@ -36,7 +36,12 @@ from cachegql.index.ingest import (
 from cachegql.index.ingest.cache_parts import CacheParts
 from cachegql.index.ingest.cache_parts import prune as prune_parts
 from cachegql.index.ingest.digest_memo import write_recorded
-from cachegql.index.ingest.identity import RecordingOpener, tag_fingerprint, take_stock
+from cachegql.index.ingest.identity import (
+    CONTENT_LIMITS,
+    RecordingOpener,
+    tag_fingerprint,
+    take_stock,
+)
 from cachegql.index.ingest.recognise import Plan
 from cachegql.index.peak_memory import peak_rss_mb
 from cachegql.index.records import Problem
@@ -307,7 +312,10 @@ class _TagBuild:
         if len(requests) < 2:
             return None
         known = checking.known_digests() if checking is not None else {}
-        code = hashlib.sha256(repr(fingerprint_salt()).encode()).hexdigest()
+        # What else decides what reading an index gives: the code, and the limits a body
+        # must be within (one over them is not read, whatever part it had).
+        bounds = [getattr(self.opener.limits, name) for name in CONTENT_LIMITS]
+        code = hashlib.sha256(repr((fingerprint_salt(), bounds)).encode()).hexdigest()
         return CacheParts(self.parts_folder, code, known)
 
     def _report(self, problem: Problem) -> None:

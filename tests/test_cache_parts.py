@@ -19,7 +19,7 @@ import pytest
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import build_index
 from cachegql.index.build import BuildReport
-from cachegql.index.ingest import digest_memo, files, identity, locations
+from cachegql.index.ingest import SourceLimits, digest_memo, files, identity, locations
 from cachegql.index.ingest.cache_parts import decode_part, encode_part
 from cachegql.index.ingest.dag_nodes import Database, SourceFormatError
 from cachegql.index.ingest.seen_nodes import SeenNodes
@@ -288,3 +288,25 @@ def test_parts_that_cannot_be_written_are_left_out(sources: Path, tmp_path: Path
     assert report.specs > 0 and report.caches == 8
     assert _parts_named(report.folder) == {"develop": [], "v0.22": []}
     assert tmp_path.joinpath("ix.parts").read_text() == "a file where the folder would be"
+
+
+def test_parts_are_not_taken_under_other_limits(sources: Path, tmp_path: Path) -> None:
+    """Parts kept within the default limits are not taken under others: over http, where
+    the root index is over `--max-source-bytes`, the build skips it as a full one does."""
+    out = tmp_path / "ix"
+    root = next(p for p in _index_files(sources, "v0.22") if "root" in p.parts)
+    limits = SourceLimits(max_bytes=root.stat().st_size - 1)
+    with MirrorHTTPServer(sources) as http:
+        listing = http.url_for("listing.json")
+        with HttpReader(tmp_path / "fetch") as reader:
+            build_index([listing], out, reader=reader)
+        _add_a_dependency_flag(next(p for p in _index_files(sources, "v0.22") if p != root))
+        # A download cache of its own: bodies fetched before are not sized again on a 304.
+        with HttpReader(tmp_path / "fetch-limited", limits=limits) as reader:
+            again = build_index([listing], out, reader=reader, limits=limits)
+            full = build_index([listing], tmp_path / "f", reader=reader, limits=limits, full=True)
+    assert again.parts_taken == 0
+    root_url = http.url_for(root.relative_to(sources).as_posix())
+    assert any(p.path == root_url and "max-source-bytes" in p.message for p in again.problems)
+    assert [str(p) for p in again.problems] == [str(p) for p in full.problems]
+    assert _tag_files(again.folder) == _tag_files(full.folder)
