@@ -22,7 +22,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from cachegql.index import NotFoundError, ReadError, SourceLimits
+from cachegql.index import NotFoundError, ReadError, SourceLimits, over_limit
 from cachegql.server.bounded import (
     FLAGS,
     Progress,
@@ -84,7 +84,11 @@ class HttpReader:
         etag = read_text(entry.with_suffix(".etag")) if entry else None
         body = self._get(url, etag, deadline)
         if body is None and entry is not None:  # 304: the cached copy is current
-            return entry.with_suffix(".body").read_bytes()
+            cached = entry.with_suffix(".body")
+            # Kept under other limits, maybe: sized again, as a download would be.
+            if (why := over_limit(cached.stat().st_size, None, self.limits)) is not None:
+                raise ReadError(f"{url}: the body {why}; not read")
+            return cached.read_bytes()
         assert body is not None
         return body
 

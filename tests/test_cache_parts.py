@@ -301,8 +301,8 @@ def test_parts_are_not_taken_under_other_limits(sources: Path, tmp_path: Path) -
         with HttpReader(tmp_path / "fetch") as reader:
             build_index([listing], out, reader=reader)
         _add_a_dependency_flag(next(p for p in _index_files(sources, "v0.22") if p != root))
-        # A download cache of its own: bodies fetched before are not sized again on a 304.
-        with HttpReader(tmp_path / "fetch-limited", limits=limits) as reader:
+        # The same download cache: a body fetched before is sized again on a 304.
+        with HttpReader(tmp_path / "fetch", limits=limits) as reader:
             again = build_index([listing], out, reader=reader, limits=limits)
             full = build_index([listing], tmp_path / "f", reader=reader, limits=limits, full=True)
     assert again.parts_taken == 0
