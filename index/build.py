@@ -281,7 +281,6 @@ class _TagBuild:
         fingerprint, file_digests = None, {}
         if parts is not None:
             self.parts_taken += len(parts.taken)
-            parts.save(recording.body_digest)
         # A tag missing a cache, or any part of one, that failed to read is no picture of
         # its sources: without a fingerprint, it is read again next time.
         complete = result.caches - caches == len(requests) and not recording.failures

@@ -14,10 +14,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
-from cachegql.index import build_index
+from cachegql.index import StrictModeError, build_index
 from cachegql.index.build import BuildReport
 from cachegql.index.ingest import SourceLimits, digest_memo, files, identity, locations
 from cachegql.index.ingest.cache_parts import decode_part, encode_part
@@ -26,7 +27,7 @@ from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import PartEntry, read_database
 from cachegql.server.fetch import HttpReader
 from tests.http_fixture import MirrorHTTPServer
-from tests.test_seen_nodes import CHANGES, LAYOUTS, _index
+from tests.test_seen_nodes import CHANGES, HASHES, LAYOUTS, _index
 
 TAGS = ("develop", "v0.22")
 
@@ -106,6 +107,37 @@ def test_a_part_read_in_another_order_gives_what_reading_gives() -> None:
     expected = [read_database(documents[1], "cache1", again)]
     expected.append(read_database(documents[0], "cache0", again))
     assert [_as_read(d) for d in second_first] == [_as_read(d) for d in expected]
+
+
+def test_a_part_refused_half_way_leaves_the_tag_s_nodes_as_they_were() -> None:
+    """A part of six records, the fourth given by an earlier cache when it was kept:
+    taken after a cache with another fourth record, it is refused, and neither its first
+    three nodes nor its count of taken records stay behind for the index read instead."""
+    whole = _index(LAYOUTS["compact"])
+    fourth = HASHES[3]
+    record = orjson.loads(whole)["database"]["installs"][fourth]
+
+    def alone(changed: bool) -> bytes:
+        body = orjson.dumps(record)
+        body = body.replace(b'"1.0"', b'"7.7"') if changed else body
+        return b'{"database":{"version":"8","installs":{"' + fourth.encode() + b'":' + body + b"}}}"
+
+    read = _read_keeping([alone(False), whole], SeenNodes())
+    part = read[1][1]
+    assert part is not None
+    seen = SeenNodes()
+    read_database(alone(True), "other", seen)
+    known = [digest for digest in HASHES if digest in seen]
+    assert known == [fourth] and seen.taken == 0
+    assert decode_part(part, "cache1", seen) is None
+    assert [digest for digest in HASHES if digest in seen] == [fourth] and seen.taken == 0
+    # Read instead, the index gives what reading it after that cache gives.
+    clean = SeenNodes()
+    read_database(alone(True), "other", clean)
+    assert _as_read(read_database(whole, "cache1", seen)) == _as_read(
+        read_database(whole, "cache1", clean)
+    )
+    assert seen.taken == clean.taken
 
 
 @pytest.mark.parametrize(
@@ -243,10 +275,9 @@ def test_a_damaged_or_missing_part_means_the_index_is_read(
     assert str(changed) in reads and str(root) in reads
     full = _build(sources, tmp_path / "full", full=True)
     assert _tag_files(again.folder) == _tag_files(full.folder)
-    # Kept again, sound, for the next build.
-    assert all(
-        (out.with_name("ix.parts") / n).is_file() for n in _parts_named(again.folder)["v0.22"]
-    )
+    # Written again, sound: the next build takes them.
+    _add_a_dependency_flag(changed)
+    assert _build(sources, out).parts_taken == 3
 
 
 def test_a_lone_cache_keeps_no_part(sources: Path, tmp_path: Path) -> None:
@@ -310,3 +341,95 @@ def test_parts_are_not_taken_under_other_limits(sources: Path, tmp_path: Path) -
     assert any(p.path == root_url and "max-source-bytes" in p.message for p in again.problems)
     assert [str(p) for p in again.problems] == [str(p) for p in full.problems]
     assert _tag_files(again.folder) == _tag_files(full.folder)
+
+
+def test_caches_read_in_another_order_rewrite_their_parts(sources: Path, tmp_path: Path) -> None:
+    """The root listed last: the stacks' parts (whose records were the root's) are not
+    taken, the indexes are read and their parts written again for the new order."""
+    out = tmp_path / "ix"
+    _build(sources, out)
+    listing = json.loads((sources / "listing.json").read_text())
+    listing["v0.22"].append(listing["v0.22"].pop(0))  # root last
+    (sources / "listing.json").write_text(json.dumps(listing))
+    reordered = _build(sources, out)
+    assert reordered.reused == ["develop"] and reordered.parts_taken == 1  # the root's
+    _add_a_dependency_flag(next(p for p in _index_files(sources, "v0.22") if "root" in p.parts))
+    again = _build(sources, out)
+    assert again.parts_taken == 3
+    full = _build(sources, tmp_path / "full", full=True)
+    assert _tag_files(again.folder) == _tag_files(full.folder)
+
+
+def test_an_index_listed_twice_and_changed_between_its_reads(
+    sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each read's part is named by what that read found: the first read's nodes are never
+    kept under the second read's digest."""
+    listing = json.loads((sources / "listing.json").read_text())
+    stack = listing["v0.22"][1]
+    listing["v0.22"].append({"label": "again", "url": stack["url"]})
+    (sources / "listing.json").write_text(json.dumps(listing))
+    index = sources / stack["url"]
+    real, reads = files.read_regular_status, []
+
+    def changed_after_its_first_read(path: Path, *args: Any, **kwargs: Any) -> Any:
+        found = real(path, *args, **kwargs)
+        if Path(path) == index:
+            reads.append(path)
+            if len(reads) == 1:
+                _add_a_dependency_flag(index)
+        return found
+
+    monkeypatch.setattr(identity, "read_regular_status", changed_after_its_first_read)
+    out = tmp_path / "ix"
+    _build(sources, out)
+    monkeypatch.setattr(identity, "read_regular_status", real)
+    assert len(reads) == 2
+    root = next(p for p in _index_files(sources, "v0.22") if "root" in p.parts)
+    _add_a_dependency_flag(root)  # the tag is read again, the stack taken from its part
+    again = _build(sources, out)
+    assert again.parts_taken >= 1
+    full = _build(sources, tmp_path / "full", full=True)
+    assert _tag_files(again.folder) == _tag_files(full.folder)
+
+
+def test_a_rebuild_from_parts_records_what_a_full_build_records(
+    sources: Path, tmp_path: Path
+) -> None:
+    """The fingerprints, counts and problems of its manifest; and the build after it
+    reuses every tag."""
+    out = tmp_path / "ix"
+    _build(sources, out)
+    _add_a_dependency_flag(next(p for p in _index_files(sources, "v0.22") if "root" not in p.parts))
+    again = _build(sources, out)
+    assert again.parts_taken == 3
+    full = _build(sources, tmp_path / "full", full=True)
+
+    def entries(build: Path) -> list[dict[str, Any]]:
+        tags = json.loads((build / "manifest.json").read_text())["tags"]
+        return [{k: v for k, v in t.items() if k != "file_digests"} for t in tags]
+
+    assert entries(again.folder) == entries(full.folder)
+    assert _build(sources, out).reused == list(TAGS)
+
+
+def test_strict_fails_on_a_problem_a_part_carries(sources: Path, tmp_path: Path) -> None:
+    """A record the root index cannot give (no arch) is a problem kept in its part:
+    taken from it, `--strict` fails on it as reading the index does (the first problem
+    of tag v0.22, the only one listed)."""
+    listing = json.loads((sources / "listing.json").read_text())
+    (sources / "listing.json").write_text(json.dumps({"v0.22": listing["v0.22"]}))
+    root = next(p for p in _index_files(sources, "v0.22") if "root" in p.parts)
+    document = json.loads(root.read_text())
+    digest = sorted(document["database"]["installs"])[0]
+    del document["database"]["installs"][digest]["spec"]["arch"]
+    root.write_text(json.dumps(document, separators=(",", ":")))
+    out = tmp_path / "ix"
+    first = _build(sources, out)
+    assert any(digest in p.message for p in first.problems)
+    _add_a_dependency_flag(next(p for p in _index_files(sources, "v0.22") if p != root))
+    with pytest.raises(StrictModeError, match=digest):
+        _build(sources, out, strict=True)
+    again = _build(sources, out)
+    assert again.parts_taken == 3
+    assert [str(p) for p in again.problems] == [str(p) for p in first.problems]

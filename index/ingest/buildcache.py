@@ -111,7 +111,7 @@ def read_index_file(
         entries: list[PartEntry] | None = [] if parts is not None else None
         database = _database(opener.read(location), source, seen, part=entries)
         if parts is not None and entries is not None:
-            parts.keep(location, database, entries)
+            parts.keep(opener.body_digest(location.text), database, entries)
     return in_index_folder(cache_data(database, label))
 
 

@@ -29,7 +29,7 @@ import contextlib
 import hashlib
 import marshal
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -105,39 +105,68 @@ def _database(
     source: str,
     seen: SeenNodes | None,
 ) -> Database | None:
+    """The database of a part's rows, each asked of `seen` first as reading it would
+    ask; None (and `seen` as it was) if a row that an earlier cache gave is not there.
+
+    What the part itself gives is kept aside (`mine`) until every row is found, then
+    given to `seen`: a part refused half way leaves nothing behind for the index read
+    in its place. A row is asked of `mine` only for a hash `seen` has none of, as reading
+    would find the first record of a hash in `seen` and no other.
+    """
     result = Database(source=source, version=version)
-    edges_of: dict[int, tuple[Edge, ...]] = {}
-    edge_of: dict[int, Edge] = {}
-    variants_of: dict[int, tuple[Variant, ...]] = {}
-    compilers: dict[tuple[Any, ...], Compiler] = {}
+    mine = SeenNodes()
+    made = _Made()
     nodes = result.nodes
+    taken_before = seen.taken if seen is not None else 0
     for digest, key, flag, fields in rows:
-        if fields is None:  # given by an earlier cache of the tag when this one was read
-            node = seen.take_keyed(digest, key, flag) if seen is not None else None
-            if node is None:
+        wanted = flag if fields is None else fields[11]
+        node = None
+        if seen is not None and key:
+            asked = seen if digest in seen else mine
+            node = asked.take_keyed(digest, key, wanted)
+        if node is None:
+            if fields is None:  # given by an earlier cache when this one was read
+                if seen is not None:
+                    seen.taken = taken_before
                 return None
-            nodes[digest] = node
-            continue
-        found = seen.take_keyed(digest, key, fields[11]) if seen is not None and key else None
-        if found is not None:  # read alike from an earlier cache this time
-            nodes[digest] = found
-            continue
-        (hash_, name, version_, os_, platform, target, namespace, variants, flags, edges) = fields[
+            node = made.node(fields)
+            if seen is not None and key and digest not in seen:
+                mine.keep(key, node)
+        nodes[digest] = node
+    if seen is not None:
+        seen.absorb(mine)
+    result.problems.extend(Problem(source, message) for message in problems)
+    return result
+
+
+class _Made:
+    """The objects of one part's nodes, each made once: nodes of one index share their
+    edges, variants and compilers (node_reader.py), and `marshal` gives a shared value
+    back as one object, so they are shared again by the id of what it gave."""
+
+    def __init__(self) -> None:
+        self.edges: dict[int, tuple[Edge, ...]] = {}
+        self.edge: dict[int, Edge] = {}
+        self.variants: dict[int, tuple[Variant, ...]] = {}
+        self.compilers: dict[tuple[Any, ...], Compiler] = {}
+
+    def node(self, fields: tuple[Any, ...]) -> Node:
+        (hash_, name, version, os_, platform, target, namespace, variants, flags, edges) = fields[
             :10
         ]
-        made_edges = edges_of.get(id(edges))
+        made_edges = self.edges.get(id(edges))
         if made_edges is None:
-            made_edges = edges_of[id(edges)] = tuple([_made_edge(e, edge_of) for e in edges])
-        made_variants = variants_of.get(id(variants))
+            made_edges = self.edges[id(edges)] = tuple([self._edge(e) for e in edges])
+        made_variants = self.variants.get(id(variants))
         if made_variants is None:
-            made_variants = variants_of[id(variants)] = tuple([Variant(*v) for v in variants])
+            made_variants = self.variants[id(variants)] = tuple([Variant(*v) for v in variants])
         compiler = fields[10]
-        if compiler is not None and compiler not in compilers:
-            compilers[compiler] = Compiler(*compiler)
-        node = Node(
+        if compiler is not None and compiler not in self.compilers:
+            self.compilers[compiler] = Compiler(*compiler)
+        return Node(
             hash_,
             name,
-            version_,
+            version,
             os_,
             platform,
             target,
@@ -145,40 +174,36 @@ def _database(
             made_variants,
             flags,
             made_edges,
-            None if compiler is None else compilers[compiler],
+            None if compiler is None else self.compilers[compiler],
             fields[11],
         )
-        if seen is not None and key:
-            seen.keep(key, node)
-        nodes[digest] = node
-    result.problems.extend(Problem(source, message) for message in problems)
-    return result
 
-
-def _made_edge(edge: tuple[Any, ...], made: dict[int, Edge]) -> Edge:
-    found = made.get(id(edge))
-    if found is None:
-        found = made[id(edge)] = Edge(*edge)
-    return found
+    def _edge(self, edge: tuple[Any, ...]) -> Edge:
+        found = self.edge.get(id(edge))
+        if found is None:
+            found = self.edge[id(edge)] = Edge(*edge)
+        return found
 
 
 class CacheParts:
-    """The parts of one build's tag: those it takes (`load`), and those it keeps of the
-    indexes it reads (`keep`, written by `save`).
+    """The parts of one build's tag: those it takes (`load`), and those it writes of the
+    indexes it reads (`keep`).
 
-    `folder` holds the parts; `code` names the code that reads indexes (a part of other
-    code is never taken); `known` gives the sha256 of a location's bytes where it is known
-    before they are read (a local file whose status is the one an earlier build recorded:
-    digest_memo.py), the only locations a part is taken for.
+    `folder` holds the parts; `code` names what decides what reading an index gives (a
+    part of other code is never taken); `known` gives the sha256 of the body at a
+    location where it is known before that location is read by the ingest: a local file
+    whose status is the one an earlier build recorded (digest_memo.py), and any body the
+    build read to find the tag's fingerprint (a file whose status moved, a remote index
+    downloaded or revalidated). A part is taken for those locations only.
     """
 
     def __init__(self, folder: Path, code: str, known: Mapping[str, str]) -> None:
         self.folder, self.code, self.known = folder, code, known
-        self.names: set[str] = set()  # the parts this tag took or kept
+        self.names: set[str] = set()  # the parts this tag took or wrote
         self.taken: list[str] = []  # the locations taken from parts (tests, benchmarks)
-        self._kept: list[tuple[Location, int | None, list[PartEntry], list[str]]] = []
 
     def name(self, sha256: str) -> str:
+        """The file name of the part of an index whose bytes have this sha256."""
         return f"{self.code[:16]}-{sha256}{_SUFFIX}"
 
     def load(
@@ -202,29 +227,22 @@ class CacheParts:
         self.taken.append(location.text)
         return database
 
-    def keep(self, location: Location, database: Database, entries: list[PartEntry]) -> None:
-        """Keep the nodes of the index read at `location`, to `save` once its digest is known."""
+    def keep(self, sha256: str | None, database: Database, entries: Iterable[PartEntry]) -> None:
+        """Write the part of an index just read, whose bytes had the sha256 `sha256` (None:
+        not known, not kept). One there already is replaced: it was not taken (damaged,
+        or given by caches read in another order), or it is the same. One that cannot be
+        written (a full disk, a folder not ours to write) is left out: a part only saves
+        time."""
+        if sha256 is None:
+            return
+        name = self.name(sha256)
         messages = [problem.message for problem in database.problems]
-        self._kept.append((location, database.version, entries, messages))
-
-    def save(self, digest_of: Callable[[str], str | None]) -> None:
-        """Write the parts kept, each named by the digest `digest_of` gives its location
-        (none: not written); a part written already is left as it is, and one that
-        cannot be written (a full disk, a folder not ours to write) is left out."""
-        kept, self._kept = self._kept, []
-        for location, version, entries, messages in kept:
-            sha256 = digest_of(location.text)
-            if sha256 is None:
-                continue
-            name = self.name(sha256)
-            path = self.folder / name
-            try:
-                if not path.is_file():
-                    self.folder.mkdir(parents=True, exist_ok=True)
-                    _write_atomically(path, encode_part(version, entries, messages))
-            except OSError:  # a part only saves time: the build goes on without it
-                continue
-            self.names.add(name)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _write_atomically(self.folder / name, encode_part(database.version, entries, messages))
+        except OSError:
+            return
+        self.names.add(name)
 
 
 def prune(folder: Path, keep: set[str]) -> None:
@@ -237,6 +255,8 @@ def prune(folder: Path, keep: set[str]) -> None:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
+    """Write `data` at `path` whole or not at all (a build killed half way, another
+    writer): a file beside it, renamed over it."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
     try:
         temporary.write_bytes(data)

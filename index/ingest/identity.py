@@ -157,7 +157,7 @@ class RecordingOpener(Opener):
         return {text: found for text in self.digests if (found := self.body_digest(text))}
 
     def body_digest(self, text: str) -> str | None:
-        """The sha256 of the body at the location `text` if it was read (or known)."""
+        """The sha256 of the body last read at the location `text` (or known by its status)."""
         digest = self.digests.get(text)
         if digest is None or text in self.failures:
             return None

@@ -186,6 +186,11 @@ class Opener:
         """A blob read for this opener in another process (see tarball_sizes.py): its
         verified sha256, or why reading it failed. Only a recording opener keeps it."""
 
+    def body_digest(self, text: str) -> str | None:
+        """The sha256 of the body last read at the location `text`, where this opener
+        keeps it (a recording opener: index/ingest/identity.py); None otherwise."""
+        return None
+
     def stocked(self, folder: Location, stock: str | None) -> None:
         """The `FileStock` digest of the files of `folder` as the ingest read them (a v3
         mirror's spec manifests; None: one could not be looked at). Only a recording

@@ -68,6 +68,16 @@ class SeenNodes:
         """Remember `node`, read from the record `take` gave `key` for."""
         self._read.setdefault(node.hash, (key, node))
 
+    def __contains__(self, digest: str) -> bool:
+        """Whether a node of this hash was kept (the first of a hash stays)."""
+        return digest in self._read
+
+    def absorb(self, other: SeenNodes) -> None:
+        """Keep what `other` kept, in its order, and count what it took."""
+        for key, node in other._read.values():
+            self.keep(key, node)
+        self.taken += other.taken
+
 
 def _identity(record: bytes) -> tuple[bytes, bool | None]:
     """The digest of a record's bytes before its tail, and the tail's flag; of all of its
