@@ -29,7 +29,8 @@ import contextlib
 import hashlib
 import marshal
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -43,45 +44,66 @@ from cachegql.index.spack.variants import Variant
 
 __all__ = ["CacheParts", "decode_part", "encode_part"]
 
-_MAGIC = b"cachegql part 1\n"
+_MAGIC = b"cachegql part 2\n"
 _CHECK = 16  # bytes of the blake2b after the header
 _SUFFIX = ".part"
 
 
 def encode_part(version: int | None, entries: Iterable[PartEntry], problems: list[str]) -> bytes:
-    """The bytes of a part: an index's database version, its nodes as read, in order
-    (PartEntry), and the messages of the records it left out."""
-    edges_of: dict[int, tuple[Any, ...]] = {}  # by the id of a node's tuple of edges
-    edge_of: dict[int, tuple[Any, ...]] = {}  # by the id of one edge
-    variants_of: dict[int, tuple[Any, ...]] = {}
-    rows: list[tuple[Any, ...]] = []
-    for digest, key, node, taken in entries:
-        if taken:
-            rows.append((digest, key, node.in_buildcache, None))
-            continue
-        # Nodes of one index share their edge objects (node_reader.py); written once
-        # each, `marshal` refers to them again, and reading shares them alike.
-        edges = edges_of.get(id(node.edges))
-        if edges is None:
-            edges = edges_of[id(node.edges)] = tuple([_edge(edge, edge_of) for edge in node.edges])
-        variants = variants_of.get(id(node.variants))
-        if variants is None:
-            variants = variants_of[id(node.variants)] = tuple(
-                [(v.name, v.value, v.raw) for v in node.variants]
-            )
-        compiler = node.compiler
-        fields = (*node[:7], variants, node.flags, edges)
-        made = None if compiler is None else (compiler.name, compiler.version, compiler.raw)
-        rows.append((digest, key, None, (*fields, made, node.in_buildcache)))
-    body = marshal.dumps((version, rows, problems), 4)
+    """The bytes of a part: an index's database version, the messages of the records it
+    left out, and its nodes as read, in order (PartEntry): each row's hash, key and, for
+    a row an earlier cache gave, its flag; the other rows' nodes, a column per field."""
+    rows = list(entries)
+    digests = [row[0] for row in rows]
+    keys = [row[1] for row in rows]
+    flags = [row[2].in_buildcache if row[3] else None for row in rows]
+    read = [row[2] for row in rows if not row[3]]
+    columns: list[Any] = list(zip(*read, strict=True)) if read else [()] * _FIELDS
+    # Nodes of one index share their variants, edges and compilers (node_reader.py):
+    # each written once, `marshal` refers to it again, and reading shares it alike. An
+    # edge is written once in a table, and a node's edges as their places in it.
+    columns[_VARIANTS] = _shared(columns[_VARIANTS], _variants_payload)
+    table, columns[_EDGES] = _edge_table(columns[_EDGES])
+    columns[_COMPILER] = _shared(columns[_COMPILER], _compiler_payload)
+    body = marshal.dumps((version, problems, digests, keys, flags, table, columns), 4)
     return _MAGIC + hashlib.blake2b(body, digest_size=_CHECK).digest() + body
 
 
-def _edge(edge: Edge, made: dict[int, tuple[Any, ...]]) -> tuple[Any, ...]:
-    found = made.get(id(edge))
-    if found is None:
-        found = made[id(edge)] = (edge.name, edge.hash, edge.deptypes, edge.virtuals)
-    return found
+# Where the fields made of objects are among a `Node`'s.
+_FIELDS, _VARIANTS, _EDGES, _COMPILER = len(Node._fields), 7, 9, 10
+
+
+def _shared(values: Iterable[Any], convert: Callable[[Any], Any]) -> list[Any]:
+    """`convert` of each value, once per object: the same object gives the same result."""
+    done: dict[int, Any] = {}
+    return [
+        done[key] if (key := id(value)) in done else done.setdefault(key, convert(value))
+        for value in values
+    ]
+
+
+def _variants_payload(variants: tuple[Variant, ...]) -> tuple[Any, ...]:
+    return tuple([(v.name, v.value, v.raw) for v in variants])
+
+
+def _edge_table(
+    edges_of_nodes: Iterable[tuple[Edge, ...]],
+) -> tuple[list[tuple[Any, ...]], list[tuple[int, ...]]]:
+    """Each edge object once (its fields), and each node's edges as places in that list:
+    a tag's nodes hold some ten edges each, of a few distinct objects per index."""
+    every = list(edges_of_nodes)
+    place: dict[int, int] = {}
+    table: list[tuple[Any, ...]] = []
+    flat = list(chain.from_iterable(every))
+    for edge in dict(zip(map(id, flat), flat, strict=True)).values():
+        place[id(edge)] = len(table)
+        table.append((edge.name, edge.hash, edge.deptypes, edge.virtuals))
+    found = place.__getitem__
+    return table, _shared(every, lambda edges: tuple(map(found, map(id, edges))))
+
+
+def _compiler_payload(compiler: Compiler | None) -> tuple[Any, ...] | None:
+    return None if compiler is None else (compiler.name, compiler.version, compiler.raw)
 
 
 def decode_part(data: bytes, source: str, seen: SeenNodes | None) -> Database | None:
@@ -92,16 +114,32 @@ def decode_part(data: bytes, source: str, seen: SeenNodes | None) -> Database | 
     if not data.startswith(_MAGIC) or data[len(_MAGIC) : len(_MAGIC) + _CHECK] != check:
         return None
     try:
-        version, rows, problems = marshal.loads(body)
-        return _database(version, rows, problems, source, seen)
-    except (EOFError, ValueError, TypeError, IndexError):
+        version, problems, digests, keys, flags, table, columns = marshal.loads(body)
+        made = _made_nodes(table, columns)
+        if not len(digests) == len(keys) == len(flags) or flags.count(None) != len(made):
+            return None
+        rows = zip(digests, keys, flags, strict=True)
+        return _database(version, problems, rows, made, source, seen)
+    except (EOFError, ValueError, TypeError, IndexError, KeyError):
         return None
+
+
+def _made_nodes(table: list[tuple[Any, ...]], columns: list[Any]) -> list[Node]:
+    """The nodes of a part's columns, their shared parts made once (see `encode_part`)."""
+    if len(columns) != _FIELDS:
+        raise ValueError("not a part's columns")
+    columns[_VARIANTS] = _shared(columns[_VARIANTS], lambda vs: tuple([Variant(*v) for v in vs]))
+    edge = [Edge(*fields) for fields in table].__getitem__
+    columns[_EDGES] = _shared(columns[_EDGES], lambda places: tuple(map(edge, places)))
+    columns[_COMPILER] = _shared(columns[_COMPILER], lambda c: None if c is None else Compiler(*c))
+    return list(map(Node._make, zip(*columns, strict=True)))
 
 
 def _database(
     version: int | None,
-    rows: list[tuple[Any, ...]],
     problems: list[str],
+    rows: Iterable[tuple[str, bytes, bool | None]],
+    made: list[Node],
     source: str,
     seen: SeenNodes | None,
 ) -> Database | None:
@@ -114,75 +152,38 @@ def _database(
     would find the first record of a hash in `seen` and no other.
     """
     result = Database(source=source, version=version)
+    result.problems.extend(Problem(source, message) for message in problems)
+    rows = list(rows)
+    if (seen is None or not len(seen)) and len(made) == len(rows) == len({r[0] for r in rows}):
+        # A tag's first index (or a lone one): every node its own, none asked of another.
+        result.nodes.update(zip([row[0] for row in rows], made, strict=True))
+        if seen is not None:
+            for row, first in zip(rows, made, strict=True):
+                if row[1]:
+                    seen.keep(row[1], first)
+        return result
     mine = SeenNodes()
-    made = _Made()
     nodes = result.nodes
     taken_before = seen.taken if seen is not None else 0
-    for digest, key, flag, fields in rows:
-        wanted = flag if fields is None else fields[11]
+    read = iter(made)
+    for digest, key, flag in rows:
+        own = next(read) if flag is None else None  # a node read from this index
         node = None
         if seen is not None and key:
             asked = seen if digest in seen else mine
-            node = asked.take_keyed(digest, key, wanted)
+            node = asked.take_keyed(digest, key, flag if own is None else own.in_buildcache)
         if node is None:
-            if fields is None:  # given by an earlier cache when this one was read
+            if own is None:  # given by an earlier cache when this one was read
                 if seen is not None:
                     seen.taken = taken_before
                 return None
-            node = made.node(fields)
+            node = own
             if seen is not None and key and digest not in seen:
                 mine.keep(key, node)
         nodes[digest] = node
     if seen is not None:
         seen.absorb(mine)
-    result.problems.extend(Problem(source, message) for message in problems)
     return result
-
-
-class _Made:
-    """The objects of one part's nodes, each made once: nodes of one index share their
-    edges, variants and compilers (node_reader.py), and `marshal` gives a shared value
-    back as one object, so they are shared again by the id of what it gave."""
-
-    def __init__(self) -> None:
-        self.edges: dict[int, tuple[Edge, ...]] = {}
-        self.edge: dict[int, Edge] = {}
-        self.variants: dict[int, tuple[Variant, ...]] = {}
-        self.compilers: dict[tuple[Any, ...], Compiler] = {}
-
-    def node(self, fields: tuple[Any, ...]) -> Node:
-        (hash_, name, version, os_, platform, target, namespace, variants, flags, edges) = fields[
-            :10
-        ]
-        made_edges = self.edges.get(id(edges))
-        if made_edges is None:
-            made_edges = self.edges[id(edges)] = tuple([self._edge(e) for e in edges])
-        made_variants = self.variants.get(id(variants))
-        if made_variants is None:
-            made_variants = self.variants[id(variants)] = tuple([Variant(*v) for v in variants])
-        compiler = fields[10]
-        if compiler is not None and compiler not in self.compilers:
-            self.compilers[compiler] = Compiler(*compiler)
-        return Node(
-            hash_,
-            name,
-            version,
-            os_,
-            platform,
-            target,
-            namespace,
-            made_variants,
-            flags,
-            made_edges,
-            None if compiler is None else self.compilers[compiler],
-            fields[11],
-        )
-
-    def _edge(self, edge: tuple[Any, ...]) -> Edge:
-        found = self.edge.get(id(edge))
-        if found is None:
-            found = self.edge[id(edge)] = Edge(*edge)
-        return found
 
 
 class CacheParts:

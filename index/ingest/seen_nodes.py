@@ -68,6 +68,9 @@ class SeenNodes:
         """Remember `node`, read from the record `take` gave `key` for."""
         self._read.setdefault(node.hash, (key, node))
 
+    def __len__(self) -> int:
+        return len(self._read)
+
     def __contains__(self, digest: str) -> bool:
         """Whether a node of this hash was kept (the first of a hash stays)."""
         return digest in self._read
