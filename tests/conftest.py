@@ -72,6 +72,26 @@ def demo_snapshot(
     store.close()
 
 
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The local files the ingest and the fingerprints read whole from now on (the real
+    readers, counted)."""
+    from cachegql.index.ingest import files, identity, locations
+
+    read: list[str] = []
+
+    def counting(real: Any) -> Any:
+        def counted(path: Path, *args: Any, **kwargs: Any) -> Any:
+            read.append(str(path))
+            return real(path, *args, **kwargs)
+
+        return counted
+
+    monkeypatch.setattr(locations, "read_regular", counting(files.read_regular))
+    monkeypatch.setattr(identity, "read_regular_status", counting(files.read_regular_status))
+    return read
+
+
 @pytest.fixture(scope="session")
 def expected() -> dict[str, dict[str, dict[str, Any]]]:
     """The test pages read independently: {tag: {hash: spec}}."""

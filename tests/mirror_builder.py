@@ -429,3 +429,21 @@ def with_db_version(index_json: Path | bytes, version: str) -> bytes:
     document = json.loads(_bytes(index_json))
     document["database"]["version"] = version
     return json.dumps(document, separators=(",", ":")).encode()
+
+
+def write_listed_tags(
+    root: Path, tags: Sequence[str], *, specs: int, packages: int, stacks: int, first_seed: int
+) -> Path:
+    """Tags of the demo generator's build caches (a root and `stacks` stacks each, a seed
+    apiece from `first_seed`) under `root`, and `root/listing.json` naming their index
+    files, as cache.spack.io's listing does; returns `root`."""
+    from cachegql.demo import MirrorConfig, write_mirror
+
+    listing = {}
+    for seed, tag in enumerate(tags, start=first_seed):
+        config = MirrorConfig(specs=specs, packages=packages, stacks=stacks, seed=seed, tag=tag)
+        summary = write_mirror(config, root / tag)
+        entries = json.loads(summary.listing.read_text())[tag]
+        listing[tag] = [{"label": e["label"], "url": f"{tag}/{e['url']}"} for e in entries]
+    (root / "listing.json").write_text(json.dumps(listing))
+    return root

@@ -13,18 +13,17 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import build_index
-from cachegql.index.ingest import digest_memo, files, identity, locations
+from cachegql.index.ingest import digest_memo
 from cachegql.index.ingest.digest_memo import settled_status, status_of
 from cachegql.index.ingest.identity import RecordingOpener
 from cachegql.index.ingest.locations import Location, Opener
+from tests.mirror_builder import write_listed_tags
 
 TAGS = ("develop", "v0.22")
 
@@ -33,14 +32,7 @@ TAGS = ("develop", "v0.22")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two tags of a root and two stacks each, and a listing naming their index files."""
     root = tmp_path_factory.mktemp("memo-sources")
-    listing = {}
-    for seed, tag in enumerate(TAGS, start=40):
-        config = MirrorConfig(specs=60, packages=12, stacks=2, seed=seed, tag=tag)
-        summary = write_mirror(config, root / tag)
-        entries = json.loads(summary.listing.read_text())[tag]
-        listing[tag] = [{"label": e["label"], "url": f"{tag}/{e['url']}"} for e in entries]
-    (root / "listing.json").write_text(json.dumps(listing))
-    return root
+    return write_listed_tags(root, TAGS, specs=60, packages=12, stacks=2, first_seed=40)
 
 
 @pytest.fixture
@@ -51,23 +43,6 @@ def sources(generated: Path, tmp_path: Path) -> Path:
 @pytest.fixture
 def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(digest_memo, "SETTLED_NS", 0)
-
-
-@pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The local files read whole from now on (the real readers, counted)."""
-    read: list[str] = []
-
-    def counting(real: Callable[..., Any]) -> Callable[..., Any]:
-        def counted(path: Path, *args: Any, **kwargs: Any) -> Any:
-            read.append(str(path))
-            return real(path, *args, **kwargs)
-
-        return counted
-
-    monkeypatch.setattr(locations, "read_regular", counting(files.read_regular))
-    monkeypatch.setattr(identity, "read_regular_status", counting(files.read_regular_status))
-    return read
 
 
 def _index_files(sources: Path) -> list[Path]:
