@@ -118,6 +118,7 @@ def main() -> None:
     listing = folder / "listing.json"
     out = WORK / f"incremental-{args.specs}-index"
     shutil.rmtree(out.with_name(out.name + ".builds"), ignore_errors=True)
+    shutil.rmtree(out.with_name(out.name + ".parts"), ignore_errors=True)
     out.unlink(missing_ok=True)
     venv = ROOT / ".venv"
     rows = []

@@ -52,7 +52,8 @@ def _read_keeping(documents: list[bytes], seen: SeenNodes) -> list[tuple[object,
             found.append((str(exc), None))
             continue
         problems = [p.message for p in database.problems]
-        found.append((_as_read(database), encode_part(database.version, entries, problems)))
+        part = encode_part(database.version, entries, problems, keyed=True)
+        found.append((_as_read(database), part))
     return found
 
 
@@ -110,34 +111,79 @@ def test_a_part_read_in_another_order_gives_what_reading_gives() -> None:
 
 
 def test_a_part_refused_half_way_leaves_the_tag_s_nodes_as_they_were() -> None:
-    """A part of six records, the fourth given by an earlier cache when it was kept:
-    taken after a cache with another fourth record, it is refused, and neither its first
-    three nodes nor its count of taken records stay behind for the index read instead."""
+    """A part of six records, the first and the fourth given by an earlier cache when it
+    was kept: taken after a cache with the same first record and another fourth, its
+    first record is taken and its fourth refused; neither the nodes it read nor its count
+    of taken records stay behind for the index read instead."""
     whole = _index(LAYOUTS["compact"])
-    fourth = HASHES[3]
-    record = orjson.loads(whole)["database"]["installs"][fourth]
+    installs = orjson.loads(whole)["database"]["installs"]
+    first, fourth = HASHES[0], HASHES[3]
 
-    def alone(changed: bool) -> bytes:
-        body = orjson.dumps(record)
-        body = body.replace(b'"1.0"', b'"7.7"') if changed else body
-        return b'{"database":{"version":"8","installs":{"' + fourth.encode() + b'":' + body + b"}}}"
+    def earlier(changed: bool) -> bytes:
+        other = orjson.dumps(installs[fourth])
+        other = other.replace(b'"1.0"', b'"7.7"') if changed else other
+        records = [(first, orjson.dumps(installs[first])), (fourth, other)]
+        body = b",".join(b'"' + h.encode() + b'":' + r for h, r in records)
+        return b'{"database":{"version":"8","installs":{' + body + b"}}}"
 
-    read = _read_keeping([alone(False), whole], SeenNodes())
-    part = read[1][1]
+    part = _read_keeping([earlier(False), whole], SeenNodes())[1][1]
     assert part is not None
     seen = SeenNodes()
-    read_database(alone(True), "other", seen)
-    known = [digest for digest in HASHES if digest in seen]
-    assert known == [fourth] and seen.taken == 0
+    read_database(earlier(True), "other", seen)
+    assert [digest for digest in HASHES if digest in seen] == [first, fourth]
+    assert seen.taken == 0
     assert decode_part(part, "cache1", seen) is None
-    assert [digest for digest in HASHES if digest in seen] == [fourth] and seen.taken == 0
+    assert [digest for digest in HASHES if digest in seen] == [first, fourth]
+    assert seen.taken == 0  # the first record was taken, then given back
     # Read instead, the index gives what reading it after that cache gives.
     clean = SeenNodes()
-    read_database(alone(True), "other", clean)
+    read_database(earlier(True), "other", clean)
     assert _as_read(read_database(whole, "cache1", seen)) == _as_read(
         read_database(whole, "cache1", clean)
     )
-    assert seen.taken == clean.taken
+    assert seen.taken == clean.taken == 1
+
+
+def test_a_scan_that_failed_half_way_leaves_no_node_behind() -> None:
+    """An index whose second record holds a `\\u` escape: the compact scan reads the first,
+    then gives up, and the exact scan reads the index again. The first record's node is
+    then its own, not one "another cache gave" (a part that said so would never be
+    taken); the part is taken after the same earlier cache as it was kept after."""
+    whole = _index(LAYOUTS["compact"])
+    installs = orjson.loads(whole)["database"]["installs"]
+    records = [
+        b'"' + digest.encode() + b'":' + orjson.dumps(installs[digest]) for digest in HASHES[:2]
+    ]
+    records[1] = records[1].replace(b'"builtin"', b'"built\\u0069n"')
+    escaped = b'{"database":{"version":"8","installs":{' + b",".join(records) + b"}}}"
+    last = HASHES[5]  # another cache of the tag, read first: a record of another hash
+    other = (
+        b'{"database":{"version":"8","installs":{"'
+        + last.encode()
+        + b'":'
+        + orjson.dumps(installs[last])
+        + b"}}}"
+    )
+    seen = SeenNodes()
+    read_database(other, "other", seen)
+    entries: list[PartEntry] = []
+    database = read_database(escaped, "cache1", seen, part=entries)
+    assert [taken for *_, taken in entries] == [False, False] and seen.taken == 0
+    part = encode_part(database.version, entries, [], keyed=True)
+    again = SeenNodes()
+    read_database(other, "other", again)
+    assert _as_read(decode_part(part, "cache1", again)) == _as_read(database)
+
+
+def test_a_part_kept_without_a_tag_s_nodes_is_not_taken_with_them() -> None:
+    """A part of a lone cache's index has no keys to keep its nodes under: taken in a
+    tag of several caches, the next cache would not find them; it is refused there."""
+    entries: list[PartEntry] = []
+    whole = _index(LAYOUTS["compact"])
+    database = read_database(whole, "cache0", None, part=entries)
+    part = encode_part(database.version, entries, [], keyed=False)
+    assert _as_read(decode_part(part, "cache0", None)) == _as_read(database)
+    assert decode_part(part, "cache0", SeenNodes()) is None
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,7 @@ def test_index_prints_summary_line(
         store.close()
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="VmHWM and the inherited ru_maxrss are Linux's")
 def test_the_peak_memory_a_build_states_is_its_own(tmp_path: Path) -> None:
     """Not that of the process that ran it: Linux keeps a forked process's `ru_maxrss`
     across exec, so a build run by a benchmark holding 400 MB said 400 MB."""

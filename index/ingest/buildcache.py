@@ -111,7 +111,8 @@ def read_index_file(
         entries: list[PartEntry] | None = [] if parts is not None else None
         database = _database(opener.read(location), source, seen, part=entries)
         if parts is not None and entries is not None:
-            parts.keep(opener.body_digest(location.text), database, entries)
+            sha256 = opener.body_digest(location.text)
+            parts.keep(sha256, database, entries, keyed=seen is not None)
     return in_index_folder(cache_data(database, label))
 
 

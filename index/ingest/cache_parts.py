@@ -29,7 +29,7 @@ import contextlib
 import hashlib
 import marshal
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -49,10 +49,13 @@ _CHECK = 16  # bytes of the blake2b after the header
 _SUFFIX = ".part"
 
 
-def encode_part(version: int | None, entries: Iterable[PartEntry], problems: list[str]) -> bytes:
+def encode_part(
+    version: int | None, entries: Iterable[PartEntry], problems: list[str], *, keyed: bool
+) -> bytes:
     """The bytes of a part: an index's database version, the messages of the records it
-    left out, and its nodes as read, in order (PartEntry): each row's hash, key and, for
-    a row an earlier cache gave, its flag; the other rows' nodes, a column per field."""
+    left out, whether it was read with a tag's `SeenNodes` (`keyed`: its rows have their
+    keys), and its nodes as read, in order (PartEntry): each row's hash, key and, for a
+    row an earlier cache gave, its flag; the other rows' nodes, a column per field."""
     rows = list(entries)
     digests = [row[0] for row in rows]
     keys = [row[1] for row in rows]
@@ -65,16 +68,19 @@ def encode_part(version: int | None, entries: Iterable[PartEntry], problems: lis
     columns[_VARIANTS] = _shared(columns[_VARIANTS], _variants_payload)
     table, columns[_EDGES] = _edge_table(columns[_EDGES])
     columns[_COMPILER] = _shared(columns[_COMPILER], _compiler_payload)
-    body = marshal.dumps((version, problems, digests, keys, flags, table, columns), 4)
+    body = marshal.dumps((version, problems, keyed, digests, keys, flags, table, columns), 4)
     return _MAGIC + hashlib.blake2b(body, digest_size=_CHECK).digest() + body
 
 
 # Where the fields made of objects are among a `Node`'s.
-_FIELDS, _VARIANTS, _EDGES, _COMPILER = len(Node._fields), 7, 9, 10
+_FIELDS = len(Node._fields)
+_VARIANTS, _EDGES, _COMPILER = map(Node._fields.index, ("variants", "edges", "compiler"))
 
 
-def _shared(values: Iterable[Any], convert: Callable[[Any], Any]) -> list[Any]:
-    """`convert` of each value, once per object: the same object gives the same result."""
+def _shared(values: Sequence[Any], convert: Callable[[Any], Any]) -> list[Any]:
+    """`convert` of each value, once per object: the same object gives the same result.
+    A sequence, held whole while this runs: objects known by their `id` must live on (a
+    freed one's id may be another's)."""
     done: dict[int, Any] = {}
     return [
         done[key] if (key := id(value)) in done else done.setdefault(key, convert(value))
@@ -114,7 +120,9 @@ def decode_part(data: bytes, source: str, seen: SeenNodes | None) -> Database | 
     if not data.startswith(_MAGIC) or data[len(_MAGIC) : len(_MAGIC) + _CHECK] != check:
         return None
     try:
-        version, problems, digests, keys, flags, table, columns = marshal.loads(body)
+        version, problems, keyed, digests, keys, flags, table, columns = marshal.loads(body)
+        if seen is not None and not keyed:  # its rows have no keys to keep its nodes under
+            return None
         made = _made_nodes(table, columns)
         if not len(digests) == len(keys) == len(flags) or flags.count(None) != len(made):
             return None
@@ -228,19 +236,27 @@ class CacheParts:
         self.taken.append(location.text)
         return database
 
-    def keep(self, sha256: str | None, database: Database, entries: Iterable[PartEntry]) -> None:
-        """Write the part of an index just read, whose bytes had the sha256 `sha256` (None:
-        not known, not kept). One there already is replaced: it was not taken (damaged,
-        or given by caches read in another order), or it is the same. One that cannot be
-        written (a full disk, a folder not ours to write) is left out: a part only saves
-        time."""
+    def keep(
+        self,
+        sha256: str | None,
+        database: Database,
+        entries: Iterable[PartEntry],
+        *,
+        keyed: bool,
+    ) -> None:
+        """Write the part of an index just read (with a tag's `SeenNodes` if `keyed`),
+        whose bytes had the sha256 `sha256` (None: not known, not kept). One there
+        already is replaced: it was not taken (damaged, or given by caches read in
+        another order), or it is the same. One that cannot be written (a full disk, a
+        folder not ours to write) is left out: a part only saves time."""
         if sha256 is None:
             return
         name = self.name(sha256)
         messages = [problem.message for problem in database.problems]
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            _write_atomically(self.folder / name, encode_part(database.version, entries, messages))
+            part = encode_part(database.version, entries, messages, keyed=keyed)
+            _write_atomically(self.folder / name, part)
         except OSError:
             return
         self.names.add(name)

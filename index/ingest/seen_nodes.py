@@ -68,6 +68,17 @@ class SeenNodes:
         """Remember `node`, read from the record `take` gave `key` for."""
         self._read.setdefault(node.hash, (key, node))
 
+    def mark(self) -> tuple[int, int]:
+        """Where this stands now, to `rewind` to."""
+        return len(self._read), self.taken
+
+    def rewind(self, mark: tuple[int, int]) -> None:
+        """Forget what was kept and taken since `mark` (nodes are kept in order)."""
+        kept, taken = mark
+        while len(self._read) > kept:
+            self._read.popitem()
+        self.taken = taken
+
     def __len__(self) -> int:
         return len(self._read)
 

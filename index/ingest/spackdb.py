@@ -89,21 +89,28 @@ def read_database(
     With `part`, each node is added to it as read (`PartEntry`), for an index read again
     to be taken from it instead (index/ingest/cache_parts.py).
     """
+    mark = seen.mark() if seen is not None else (0, 0)
+
+    def forget_the_failed_scan() -> None:
+        # The nodes a scan kept before it failed would come back to the next scan as
+        # another cache's (and its part would say so).
+        if seen is not None:
+            seen.rewind(mark)
+        if part is not None:
+            part.clear()
+
     for scan in ("compact", "quick"):
         try:
-            if part is not None:
-                part.clear()  # what a scan that failed half way added
             return _read_records(*_records(data, source, scan, seen, check), source, seen, part)
         except EscapeError:
+            forget_the_failed_scan()
             break
         except SlicingError:
+            forget_the_failed_scan()
             if check is not None:
                 check.wait()
-            continue
     if check is not None:
         check.wait()
-    if part is not None:
-        part.clear()
     return _read_records(*_records(data, source, "exact", seen, check), source, seen, part)
 
 
