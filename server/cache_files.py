@@ -11,9 +11,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from cachegql.index import ReadError
+from cachegql.index import ReadError, SourceLimits, over_limit
 
-__all__ = ["read_text", "read_verified", "write_atomically"]
+__all__ = ["read_cached", "read_text", "read_verified", "write_atomically"]
 
 
 def read_text(path: Path) -> str | None:
@@ -24,6 +24,15 @@ def read_text(path: Path) -> str | None:
         return None
 
 
+def read_cached(path: Path, url: str, limits: SourceLimits) -> bytes:
+    """The cached copy of `url`, sized first as a download is: it was kept under the
+    limits of its day, which may have been wider than this run's (its compression was
+    checked then; what is kept is decoded)."""
+    if (why := over_limit(path.stat().st_size, None, limits)) is not None:
+        raise ReadError(f"{url}: the body {why}; not read")
+    return path.read_bytes()
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
@@ -32,14 +41,20 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 
 def read_verified(
-    cache: Path | None, url: str, sha256: str, fetch: Callable[[], bytes], what: str = "checksum"
+    cache: Path | None,
+    url: str,
+    sha256: str,
+    fetch: Callable[[], bytes],
+    limits: SourceLimits,
+    what: str = "checksum",
 ) -> bytes:
     """The bytes of `url`, which must have this sha256: the cache's blob of that checksum
-    when it has one intact, else `fetch()`ed, checked, and kept in the cache."""
+    when it has one intact (and within `limits`), else `fetch()`ed, checked, and kept in
+    the cache."""
     expected = sha256.lower()
     blob = cache / "blobs" / expected if cache is not None and len(expected) == 64 else None
     if blob is not None and blob.is_file():
-        data = blob.read_bytes()
+        data = read_cached(blob, url, limits)
         if hashlib.sha256(data).hexdigest() == expected:
             return data
     data = fetch()

@@ -22,7 +22,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from cachegql.index import NotFoundError, ReadError, SourceLimits, over_limit
+from cachegql.index import NotFoundError, ReadError, SourceLimits
 from cachegql.server.bounded import (
     FLAGS,
     Progress,
@@ -33,7 +33,12 @@ from cachegql.server.bounded import (
     short,
     time_left,
 )
-from cachegql.server.cache_files import read_text, read_verified, write_atomically
+from cachegql.server.cache_files import (
+    read_cached,
+    read_text,
+    read_verified,
+    write_atomically,
+)
 
 __all__ = ["HttpReader"]
 
@@ -84,16 +89,13 @@ class HttpReader:
         etag = read_text(entry.with_suffix(".etag")) if entry else None
         body = self._get(url, etag, deadline)
         if body is None and entry is not None:  # 304: the cached copy is current
-            cached = entry.with_suffix(".body")
-            # Kept under other limits, maybe: sized again, as a download would be.
-            if (why := over_limit(cached.stat().st_size, None, self.limits)) is not None:
-                raise ReadError(f"{url}: the body {why}; not read")
-            return cached.read_bytes()
+            return read_cached(entry.with_suffix(".body"), url, self.limits)
         assert body is not None
         return body
 
     def read_verified(self, url: str, sha256: str, deadline: float | None = None) -> bytes:
-        return read_verified(self.cache, url, sha256, lambda: self.read(url, deadline))
+        fetch = lambda: self.read(url, deadline)  # noqa: E731 (named for the line's length)
+        return read_verified(self.cache, url, sha256, fetch, self.limits)
 
     def _get(self, url: str, etag: str | None, deadline: float | None) -> bytes | None:
         """The body at `url`, or None for a 304 to `etag`; retries transient failures.

@@ -33,7 +33,12 @@ from cachegql.server.bounded import (
     short,
     time_left,
 )
-from cachegql.server.cache_files import read_text, read_verified, write_atomically
+from cachegql.server.cache_files import (
+    read_cached,
+    read_text,
+    read_verified,
+    write_atomically,
+)
 from cachegql.server.fetch import RETRIED_STATUSES
 from cachegql.server.oci_auth import Challenge, Credential, CredentialError, find_credential
 
@@ -133,7 +138,7 @@ class OciReader:
 
     def read_verified(self, url: str, sha256: str, deadline: float | None = None) -> bytes:
         fetch = lambda: self.read(url, deadline)  # noqa: E731 (named for the line's length)
-        return read_verified(self.cache, url, sha256, fetch, what="digest")
+        return read_verified(self.cache, url, sha256, fetch, self.limits, what="digest")
 
     def _manifest(self, ref: ImageRef, deadline: float) -> bytes:
         entry = self._entry(ref.url)
@@ -145,7 +150,7 @@ class OciReader:
             ref, ref.api("manifests", str(ref.tag)), headers, "manifest", deadline
         )
         if response.status_code == 304 and entry is not None:
-            return entry.with_suffix(".body").read_bytes()
+            return read_cached(entry.with_suffix(".body"), ref.url, self.limits)
         digest = response.headers.get("docker-content-digest")
         actual = "sha256:" + hashlib.sha256(body).hexdigest()
         if digest and digest.startswith("sha256:") and digest != actual:

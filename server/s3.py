@@ -22,7 +22,12 @@ from botocore.config import Config
 
 from cachegql.index import NotFoundError, ReadError, SourceLimits
 from cachegql.server.bounded import deadline_for, read_stream
-from cachegql.server.cache_files import read_text, read_verified, write_atomically
+from cachegql.server.cache_files import (
+    read_cached,
+    read_text,
+    read_verified,
+    write_atomically,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -108,7 +113,7 @@ class S3Reader:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             if (code == "304" or status == 304) and entry is not None:
-                return entry.with_suffix(".body").read_bytes()
+                return read_cached(entry.with_suffix(".body"), url, self.limits)
             if code == "NoSuchBucket":  # not a missing file: nothing else there is worth trying
                 raise ReadError(f"{url}: no such bucket {bucket!r} ({code})") from None
             if code in _NOT_FOUND or status == 404:
@@ -128,7 +133,8 @@ class S3Reader:
         return body
 
     def read_verified(self, url: str, sha256: str, deadline: float | None = None) -> bytes:
-        return read_verified(self.cache, url, sha256, lambda: self.read(url, deadline))
+        fetch = lambda: self.read(url, deadline)  # noqa: E731 (named for the line's length)
+        return read_verified(self.cache, url, sha256, fetch, self.limits)
 
     def _entry(self, url: str) -> Path | None:
         if self.cache is None:

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
-from cachegql.index import BuildError, ReadError, StrictModeError, build_index
+from cachegql.index import BuildError, ReadError, SourceLimits, StrictModeError, build_index
 from cachegql.server.cli import main
 from cachegql.server.oci import OciReader
 from cachegql.server.push import push_index_image, push_oci
@@ -104,6 +104,29 @@ def test_a_moved_tag_is_read_anew(registry: Registry, tmp_path: Path) -> None:
         second = reader.read(root + ":index.spack")
         assert reader.read(root + ":index.spack") == second  # 304: the cached copy
     assert first != second
+
+
+def test_cached_copies_are_sized_again_under_the_limits_of_the_run(
+    registry: Registry, pushed: Path, tmp_path: Path
+) -> None:
+    """A manifest answered 304 and a blob found in the download cache by its digest were
+    kept under the limits of an earlier run: each is refused, as a download of its size
+    would be, under a run's tighter ones (docs/indexing/remote.md)."""
+    root = registry.url("demo/cache")
+    with OciReader(tmp_path / "cache") as first:
+        manifest = first.read(root + ":index.spack")
+        digest = orjson.loads(manifest)["layers"][0]["digest"]
+        blob = first.read_verified(f"{root}@{digest}", digest[7:])
+    tight = SourceLimits(max_bytes=min(len(manifest), len(blob)) - 1)
+    with OciReader(tmp_path / "cache", limits=tight) as again:
+        with pytest.raises(ReadError, match=r":index.spack: the body is larger than"):
+            again.read(root + ":index.spack")
+        with pytest.raises(ReadError, match=rf"@{digest}: the body is larger than"):
+            again.read_verified(f"{root}@{digest}", digest[7:])
+        assert again.downloaded == 0  # refused from the cache, not downloaded again
+    with OciReader(tmp_path / "cache") as wide:
+        assert wide.read(root + ":index.spack") == manifest
+        assert wide.read_verified(f"{root}@{digest}", digest[7:]) == blob
 
 
 def test_a_missing_tag_or_repository_is_a_clear_problem(

@@ -112,6 +112,23 @@ def test_an_unchanged_bucket_is_not_downloaded_again(moto: MotoServer, tmp_path:
     assert second.downloaded == 0  # the listing answered 304, the indexes cached by checksum
 
 
+def test_a_cached_object_is_sized_again_under_the_limits_of_the_run(
+    moto: MotoServer, tmp_path: Path
+) -> None:
+    """An object answered 304 was kept under an earlier run's limits: under tighter ones
+    it is refused as its download would be, and read again under wide ones."""
+    url = "s3://mirrors/develop/cache_spack_io_index.json"
+    with S3Reader(tmp_path / "c", endpoint_url=moto.endpoint) as first:
+        body = first.read(url)
+    tight = SourceLimits(max_bytes=len(body) - 1)
+    with S3Reader(tmp_path / "c", endpoint_url=moto.endpoint, limits=tight) as again:
+        with pytest.raises(ReadError, match=rf"{url}: the body is larger than {len(body) - 1:,}"):
+            again.read(url)
+        assert again.downloaded == 0
+    with S3Reader(tmp_path / "c", endpoint_url=moto.endpoint) as wide:
+        assert wide.read(url) == body and wide.downloaded == 0
+
+
 def test_a_public_bucket_is_read_without_credentials_a_private_one_is_not(
     moto: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
