@@ -28,9 +28,20 @@ def read_cached(path: Path, url: str, limits: SourceLimits) -> bytes:
     """The cached copy of `url`, sized first as a download is: it was kept under the
     limits of its day, which may have been wider than this run's (its compression was
     checked then; what is kept is decoded)."""
-    if (why := over_limit(path.stat().st_size, None, limits)) is not None:
-        raise ReadError(f"{url}: the body {why}; not read")
-    return path.read_bytes()
+    try:
+        return _within(path, url, limits)
+    except OSError as exc:
+        raise ReadError(
+            f"{url}: the download cache's copy cannot be read ({exc.strerror or exc})"
+        ) from None
+
+
+def _within(path: Path, url: str, limits: SourceLimits) -> bytes:
+    """`path`'s bytes, sized as they are read (the file opened once); raises OSError."""
+    with path.open("rb") as file:
+        if (why := over_limit(os.fstat(file.fileno()).st_size, None, limits)) is not None:
+            raise ReadError(f"{url}: the body {why}; not read")
+        return file.read()
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -53,10 +64,14 @@ def read_verified(
     the cache."""
     expected = sha256.lower()
     blob = cache / "blobs" / expected if cache is not None and len(expected) == 64 else None
-    if blob is not None and blob.is_file():
-        data = read_cached(blob, url, limits)
-        if hashlib.sha256(data).hexdigest() == expected:
-            return data
+    if blob is not None:
+        try:
+            data = _within(blob, url, limits)
+        except OSError:
+            pass  # none cached (or unreadable): fetched
+        else:
+            if hashlib.sha256(data).hexdigest() == expected:
+                return data
     data = fetch()
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected:

@@ -33,12 +33,7 @@ from cachegql.server.bounded import (
     short,
     time_left,
 )
-from cachegql.server.cache_files import (
-    read_cached,
-    read_text,
-    read_verified,
-    write_atomically,
-)
+from cachegql.server.cache_files import read_cached, read_text, read_verified, write_atomically
 
 __all__ = ["HttpReader"]
 

@@ -33,12 +33,7 @@ from cachegql.server.bounded import (
     short,
     time_left,
 )
-from cachegql.server.cache_files import (
-    read_cached,
-    read_text,
-    read_verified,
-    write_atomically,
-)
+from cachegql.server.cache_files import read_cached, read_text, read_verified, write_atomically
 from cachegql.server.fetch import RETRIED_STATUSES
 from cachegql.server.oci_auth import Challenge, Credential, CredentialError, find_credential
 

@@ -22,12 +22,7 @@ from botocore.config import Config
 
 from cachegql.index import NotFoundError, ReadError, SourceLimits
 from cachegql.server.bounded import deadline_for, read_stream
-from cachegql.server.cache_files import (
-    read_cached,
-    read_text,
-    read_verified,
-    write_atomically,
-)
+from cachegql.server.cache_files import read_cached, read_text, read_verified, write_atomically
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -393,6 +393,25 @@ def _build(sources: list[str | Path], out: Path, cache: Path | None = None, **kw
         return build_index(sources, out, reader=reader, **kw)
 
 
+def test_a_cached_body_that_is_gone_is_downloaded_again(
+    server: MirrorHTTPServer, tmp_path: Path
+) -> None:
+    """The download cache's copy removed (by hand, by a cleaner) and its ETag left: the
+    reader asks for the body, not for a 304 it could not answer from the cache (an entry
+    is one whose body is there: `HttpReader._entry`)."""
+    url = server.url_for("v2/build_cache/index.json")
+    with HttpReader(tmp_path / "fetch") as reader:
+        body = reader.read(url)
+        server.clear_log()
+        assert reader.read(url) == body
+        assert [e.status for e in server.requests("/v2/", method="GET")] == [304]
+        for copy in (tmp_path / "fetch").rglob("*.body"):
+            copy.unlink()
+        server.clear_log()
+        assert reader.read(url) == body
+    assert [e.status for e in server.requests("/v2/", method="GET")] == [200]
+
+
 def test_a_root_url_is_tried_as_v3_then_v2(server: MirrorHTTPServer, tmp_path: Path) -> None:
     for layout in ("v3", "v2"):
         report = _build([server.url_for(layout)], tmp_path / layout, tag="develop")

@@ -119,6 +119,7 @@ def test_cached_copies_are_sized_again_under_the_limits_of_the_run(
         blob = first.read_verified(f"{root}@{digest}", digest[7:])
     tight = SourceLimits(max_bytes=min(len(manifest), len(blob)) - 1)
     with OciReader(tmp_path / "cache", limits=tight) as again:
+        # The cached copies' refusals: a download would say it "announces a body of" N bytes.
         with pytest.raises(ReadError, match=r":index.spack: the body is larger than"):
             again.read(root + ":index.spack")
         with pytest.raises(ReadError, match=rf"@{digest}: the body is larger than"):

@@ -122,6 +122,7 @@ def test_a_cached_object_is_sized_again_under_the_limits_of_the_run(
         body = first.read(url)
     tight = SourceLimits(max_bytes=len(body) - 1)
     with S3Reader(tmp_path / "c", endpoint_url=moto.endpoint, limits=tight) as again:
+        # The cached copy's refusal: a download would say it "announces a body of" N bytes.
         with pytest.raises(ReadError, match=rf"{url}: the body is larger than {len(body) - 1:,}"):
             again.read(url)
         assert again.downloaded == 0
