@@ -365,6 +365,28 @@ def write_listing(path: Path, refs: Mapping[str, Sequence[tuple[str, str]]]) -> 
     return _write(path, json.dumps(document, indent=2).encode())
 
 
+def v3_listing_entries(
+    demo: Path, manifests: bool = False, tag: str = "develop"
+) -> list[tuple[str, str]]:
+    """(label, path from `demo`) of the index blob of each stack of a `demo-data --mirror`
+    folder, in its listing's order, as binaries.spack.io's listing names them since layout
+    v3 (`mirror/blobs/sha256/<checksum[:2]>/<checksum>`); its index manifest's with
+    `manifests`."""
+    listed = json.loads((demo / "cache_spack_io_index.json").read_text())[tag]
+    index = demo / "mirror" / "v3" / "manifests" / "index"
+    entries = []
+    for entry in listed:
+        label = entry["label"]
+        manifest = index / ("" if label == "root" else label) / "index.manifest.json"
+        if manifests:
+            entries.append((label, manifest.relative_to(demo).as_posix()))
+            continue
+        document, at = _find(manifest, "application/vnd.spack.db")
+        checksum = document["data"][at]["checksum"]
+        entries.append((label, f"mirror/blobs/sha256/{checksum[:2]}/{checksum}"))
+    return entries
+
+
 # -- damage -----------------------------------------------------------------------------------
 
 

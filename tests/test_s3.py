@@ -27,6 +27,7 @@ from cachegql.server.oci import OciReader
 from cachegql.server.push import push_oci, push_s3
 from cachegql.server.remote import RemoteOptions, RemoteReader
 from cachegql.server.s3 import S3Reader
+from tests import mirror_builder as mb
 from tests import oracle_queries as oq
 from tests.conftest import serving
 from tests.http_fixture import MirrorHTTPServer
@@ -100,6 +101,25 @@ def test_a_listing_in_a_bucket_resolves_relative_urls(
         )
     assert report.caches == len(demo[1].stacks)
     assert report.tags == {"develop": demo[1].specs}
+
+
+def test_a_listing_of_index_blobs_in_a_bucket_is_read(
+    moto: MotoServer, demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    """binaries.spack.io's listing since layout v3: each stack's index blob by its
+    `s3://` URL (tests/test_listed_blobs.py reads such listings from folders and http)."""
+    root = "s3://mirrors/develop"
+    entries = [(label, f"{root}/{path}") for label, path in mb.v3_listing_entries(demo[0])]
+    listing = mb.write_listing(tmp_path / "listing.json", {"develop": entries})
+    client = boto3.session.Session().client("s3", endpoint_url=moto.endpoint)
+    client.put_object(Bucket="mirrors", Key="v3-listing.json", Body=listing.read_bytes())
+    with S3Reader(None, endpoint_url=moto.endpoint) as reader:
+        report = build_index(["s3://mirrors/v3-listing.json"], tmp_path / "ix", reader=reader)
+    assert report.caches == len(demo[1].stacks)
+    assert report.tags == {"develop": demo[1].specs}
+    with serving(report.folder) as gql:
+        nodes = gql.data("{ specs(first: 5) { nodes { specFileUrl } } }")["specs"]["nodes"]
+    assert all(n["specFileUrl"].startswith(f"{root}/mirror/v3/manifests/spec/") for n in nodes)
 
 
 def test_an_unchanged_bucket_is_not_downloaded_again(moto: MotoServer, tmp_path: Path) -> None:

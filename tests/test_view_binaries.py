@@ -24,7 +24,6 @@ from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import StrictModeError, build_index
 from cachegql.index.ingest import tarball_sizes
 from cachegql.index.ingest.buildcache import (
-    V3_INDEX,
     V3_SPECS,
     CacheData,
     _view_blobs,
@@ -33,6 +32,7 @@ from cachegql.index.ingest.buildcache import (
 from cachegql.index.ingest.dag_nodes import Database
 from cachegql.index.ingest.identity import RecordingOpener
 from cachegql.index.ingest.limits import EXPANSION_FLOOR, SourceLimits
+from cachegql.index.ingest.listed_indexes import V3_INDEX
 from cachegql.index.ingest.locations import Location, Opener
 from cachegql.index.ingest.tables import TagTable
 from cachegql.index.ingest.tag_graph import TagGraph

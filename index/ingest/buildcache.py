@@ -11,7 +11,10 @@
   that exists; without an index, its spec files, as `spack buildcache update-index` reads
   them.
 - A listing (binaries.spack.io's `cache_spack_io_index.json`): `{"<tag>": [{"label":
-  "<stack>", "url": "<index file or mirror root>"}]}`.
+  "<stack>", "url": "<index file or mirror root>"}]}`. Since layout v3 its generator names
+  each stack's index blob (`<mirror>/blobs/sha256/<checksum[:2]>/<checksum>`): read as an
+  index file whose name is its checksum (verified), its binaries in the mirror at `<mirror>`.
+  An index manifest named instead is read for the blob it names.
 """
 
 from __future__ import annotations
@@ -26,6 +29,14 @@ from typing import Any
 from cachegql.index.ingest.cache_parts import CacheParts
 from cachegql.index.ingest.files import Blob, read_regular, reason
 from cachegql.index.ingest.inflate import verifying_blob
+from cachegql.index.ingest.listed_indexes import (
+    MANIFEST,
+    V3_INDEX,
+    IndexBlob,
+    index_blob,
+    is_index_file,
+    manifest_root,
+)
 from cachegql.index.ingest.listings import json_document
 from cachegql.index.ingest.locations import (
     Location,
@@ -55,6 +66,7 @@ from cachegql.index.records import Problem
 __all__ = [
     "CacheData",
     "cache_data",
+    "placed",
     "read_cache",
     "read_index_file",
     "read_mirror",
@@ -64,8 +76,6 @@ __all__ = [
     "view_names",
 ]
 
-V3_INDEX = ("v3", "manifests", "index")
-MANIFEST = "index.manifest.json"
 V3_SPECS = ("v3", "manifests", "spec")
 _DB_MEDIA_TYPE = re.compile(r"^application/vnd\.spack\.db\.v(\d+)\+json$")
 SPEC_FILE_SUFFIXES = (".spec.json", ".spec.json.sig", ".spec.yaml")
@@ -104,21 +114,41 @@ def read_index_file(
     parts: CacheParts | None = None,
 ) -> CacheData:
     """One index file, all of its binaries in the stack `label`; with `parts`, taken from
-    its part where there is one, else read and kept as one (index/ingest/cache_parts.py)."""
+    its part where there is one, else read and kept as one (index/ingest/cache_parts.py).
+    An index blob is verified against the checksum it is named by, and a v3 index
+    manifest gives the blob it names."""
+    root = manifest_root(location)
+    if root is None:
+        blob = index_blob(location)
+    else:  # its blob is not known by the build's fingerprints: no part
+        location, checksum = _manifest_blob(location, root, opener)
+        blob, parts = IndexBlob(root, checksum), None
     source = str(location)
-    database = parts.load(location, source, seen, opener) if parts is not None else None
+    database = None
+    if parts is not None:
+        expected = None if blob is None else blob.sha256
+        database = parts.load(location, source, seen, opener, expected)
     if database is None:
         entries: list[PartEntry] | None = [] if parts is not None else None
-        database = _database(opener.read(location), source, seen, part=entries)
-        if parts is not None and entries is not None:
+        if blob is None:
+            database = _database(opener.read(location), source, seen, part=entries)
             sha256 = opener.body_digest(location.text)
+        else:
+            with verifying_blob(location, blob.sha256, opener) as (data, check):
+                database = _database(data, source, seen, check, entries)
+            sha256 = blob.sha256
+        if parts is not None and entries is not None:
             parts.keep(sha256, database, entries, keyed=seen is not None)
-    return in_index_folder(cache_data(database, label))
+    return placed(cache_data(database, label), blob)
 
 
-def in_index_folder(data: CacheData) -> CacheData:
-    """An index file's binaries are beside it, as in a v2 `build_cache` folder."""
-    data.base, data.layout = data.source.rsplit("/", 1)[0], "v2"
+def placed(data: CacheData, blob: IndexBlob | None) -> CacheData:
+    """An index file's binaries are beside it, as in a v2 `build_cache` folder; an index
+    blob's, in its v3 mirror."""
+    if blob is None:
+        data.base, data.layout = data.source.rsplit("/", 1)[0], "v2"
+    else:
+        data.base, data.layout = str(blob.root), "v3"
     return data
 
 
@@ -132,7 +162,7 @@ def read_cache(
     """An index file (a `.json` location) or a mirror root. `seen`: the nodes the tag's
     other caches gave, not read again (index/ingest/seen_nodes.py); `parts`: index files
     read by an earlier build (index/ingest/cache_parts.py)."""
-    if location.name.endswith(".json"):
+    if is_index_file(location):
         return read_index_file(location, opener, label, seen, parts)
     return read_mirror(location, opener, label, seen)
 

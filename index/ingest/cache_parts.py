@@ -216,12 +216,18 @@ class CacheParts:
         return f"{self.code[:16]}-{sha256}{_SUFFIX}"
 
     def load(
-        self, location: Location, source: str, seen: SeenNodes | None, opener: Opener
+        self,
+        location: Location,
+        source: str,
+        seen: SeenNodes | None,
+        opener: Opener,
+        expected: str | None = None,
     ) -> Database | None:
         """The database of the index at `location` from its part, if there is one that
-        gives it; the opener is told its digest, as if it had read it."""
+        gives it; the opener is told its digest, as if it had read it. `expected`: the
+        sha256 the index must have (a blob's name); other bytes are read, to be refused."""
         sha256 = self.known.get(location.text)
-        if sha256 is None:
+        if sha256 is None or (expected is not None and sha256 != expected):
             return None
         name = self.name(sha256)
         try:

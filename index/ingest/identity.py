@@ -26,17 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cachegql.index.ingest.buildcache import (
-    MANIFEST,
-    V3_INDEX,
-    V3_SPECS,
-    spec_file_paths,
-    v2_folder,
-    view_names,
-)
+from cachegql.index.ingest.buildcache import V3_SPECS, spec_file_paths, v2_folder, view_names
 from cachegql.index.ingest.digest_memo import FileStatuses, Recorded
 from cachegql.index.ingest.file_stock import FileStock, statuses_now
 from cachegql.index.ingest.files import Blob, PendingSha256, read_regular_status
+from cachegql.index.ingest.listed_indexes import MANIFEST, V3_INDEX, is_index_file
 from cachegql.index.ingest.locations import (
     Location,
     NotFoundError,
@@ -289,7 +283,7 @@ def _is_mirror(request: CacheRequest) -> bool:
         request.data is not None
         or location.is_oci
         or request.kind in ("index", "spec-file")
-        or (request.kind == "cache" and location.name.endswith(".json"))
+        or (request.kind == "cache" and is_index_file(location))
     )
 
 

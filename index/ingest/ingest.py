@@ -18,13 +18,14 @@ from cachegql.index.binary_urls import public_base
 from cachegql.index.ingest.buildcache import (
     CacheData,
     cache_data,
-    in_index_folder,
+    placed,
     read_cache,
     read_index_file,
     read_mirror,
 )
 from cachegql.index.ingest.cache_parts import CacheParts
 from cachegql.index.ingest.files import read_head, reason
+from cachegql.index.ingest.listed_indexes import checked_blob
 from cachegql.index.ingest.locations import Opener, ReadError
 from cachegql.index.ingest.oci import read_oci
 from cachegql.index.ingest.pages import (
@@ -222,8 +223,9 @@ def _read_cache(
             return cache_data(read_spec_file(data, str(location)), request.label)
         if request.kind == "index":
             if request.data is not None:
+                blob = checked_blob(location, request.data)
                 database = read_database(request.data, str(location), seen)
-                return in_index_folder(cache_data(database, request.label))
+                return placed(cache_data(database, request.label), blob)
             return read_index_file(location, opener, request.label, seen, parts)
         if location.is_oci:  # an OCI repository is a mirror of its own layout
             return read_oci(location, opener, request.label, seen)

@@ -18,6 +18,7 @@ import orjson
 
 from cachegql.index.ingest.buildcache import SPEC_FILE_SUFFIXES
 from cachegql.index.ingest.files import read_head, read_regular, reason
+from cachegql.index.ingest.listed_indexes import manifest_root
 from cachegql.index.ingest.listings import ListingEntry, is_listing, json_error, read_listing
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
@@ -178,6 +179,8 @@ def _plan_json(
         return
     if isinstance(document, dict) and "database" in document:
         plan.caches.append(_lone(location, "index", tag, stack, data))
+    elif manifest_root(location) is not None and isinstance(document, dict) and "data" in document:
+        plan.caches.append(_lone(location, "cache", tag, stack))  # read for its blob
     elif isinstance(document, dict) and "spec" in document:
         plan.caches.append(_lone(location, "spec-file", tag, stack, data))
     elif is_listing(document):

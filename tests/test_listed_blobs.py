@@ -1,0 +1,140 @@
+"""Listings that name index blobs, as binaries.spack.io's generator of
+`cache_spack_io_index.json` names them since layout v3
+(`<mirror>/blobs/sha256/<checksum[:2]>/<checksum>`), or the index manifests that name the
+blobs: the same answers as the listing of the same indexes as files, each blob checked
+against its checksum, binaries found in the blob's mirror, parts taken when read again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
+from cachegql.index import BuildReport, StrictModeError, build_index
+from cachegql.server.cli import main
+from cachegql.server.fetch import HttpReader
+from tests import mirror_builder as mb
+from tests.conftest import serving
+from tests.http_fixture import MirrorHTTPServer
+
+ANSWERS = (
+    "{ stacks { name numSpecs numPackages } specs(first: 500) { totalCount nodes { hash name "
+    "version stacks sizeBytes specFileUrl variants { name value } dependencies { hash deptypes } "
+    "} } }"
+)
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> tuple[Path, MirrorSummary]:
+    out = tmp_path / "demo"
+    config = MirrorConfig(specs=150, packages=30, stacks=3, seed=7, tag="develop")
+    return out, write_mirror(config, out)
+
+
+def _write_listing(out: Path, name: str, manifests: bool = False) -> Path:
+    """A listing of the demo's stacks naming their index blobs (or index manifests)."""
+    return mb.write_listing(out / name, {"develop": mb.v3_listing_entries(out, manifests)})
+
+
+def _answers(build: BuildReport) -> Any:
+    with serving(build.folder) as client:
+        return client.data(ANSWERS)
+
+
+def _messages(build: BuildReport) -> list[str]:
+    return [problem.message for problem in build.problems]
+
+
+def test_a_listing_of_index_blobs_answers_as_one_of_index_files(
+    demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    out, summary = demo
+    files = build_index([out / "cache_spack_io_index.json"], tmp_path / "files")
+    blobs = build_index([_write_listing(out, "blobs.json")], tmp_path / "blobs")
+    manifests = build_index([_write_listing(out, "m.json", manifests=True)], tmp_path / "m")
+    assert files.tags == blobs.tags == manifests.tags == {"develop": summary.specs}
+    assert blobs.caches == manifests.caches == len(mb.v3_listing_entries(out))
+    assert _messages(files) == _messages(blobs) == _messages(manifests)
+    assert _answers(files) == _answers(blobs) == _answers(manifests)
+
+
+def test_a_blob_that_is_not_what_its_name_says_is_a_problem(
+    demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    out, _ = demo
+    listing = _write_listing(out, "blobs.json")
+    label, path = mb.v3_listing_entries(out)[1]
+    blob = out / path
+    blob.write_bytes(blob.read_bytes() + b" ")
+    report = build_index([listing], tmp_path / "ix")
+    assert report.caches == len(mb.v3_listing_entries(out)) - 1  # the rest still loads
+    [problem] = [p for p in report.problems if p.path == str(blob)]
+    assert problem.message.startswith(f"skipped (stack {label} of tag develop): checksum mismatch")
+    with pytest.raises(StrictModeError, match="checksum mismatch"):
+        build_index([listing], tmp_path / "strict", strict=True)
+
+
+def test_blobs_read_again_are_taken_as_read_unless_damaged(
+    demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    """One stack gone from the listing: the tag is made again, the other blobs taken from
+    their parts; a blob damaged since its part was written is read, and refused, as a full
+    build refuses it."""
+    out, _ = demo
+    listing = _write_listing(out, "blobs.json")
+    first = build_index([listing], tmp_path / "ix")
+    document = json.loads(listing.read_text())
+    entries = document["develop"]
+    entries.pop()
+    listing.write_text(json.dumps(document))
+    again = build_index([listing], tmp_path / "ix")
+    assert again.reused == [] and again.parts_taken == len(entries)
+    full = build_index([listing], tmp_path / "full", full=True)
+    assert _answers(again) == _answers(full) != _answers(first)
+
+    damaged = out / entries[1]["url"]
+    damaged.write_bytes(damaged.read_bytes() + b" ")
+    entries.pop()
+    listing.write_text(json.dumps(document))
+    last = build_index([listing], tmp_path / "ix")
+    assert last.parts_taken == len(entries) - 1
+    refused = build_index([listing], tmp_path / "full2", full=True)
+    assert _messages(last) == _messages(refused)
+    assert any("checksum mismatch" in message for message in _messages(last))
+    assert _answers(last) == _answers(refused)
+
+
+def test_over_http_binaries_are_found_in_the_blobs_mirror(
+    demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    out, summary = demo
+    _write_listing(out, "blobs.json")
+    with MirrorHTTPServer(out) as http, HttpReader(None) as reader:
+        report = build_index([http.url_for("blobs.json")], tmp_path / "ix", reader=reader)
+        mirror = http.url_for("mirror")
+    assert report.tags == {"develop": summary.specs}
+    urls = {node["specFileUrl"] for node in _answers(report)["specs"]["nodes"]}
+    assert urls and all(u.startswith(f"{mirror}/v3/manifests/spec/") for u in urls)
+
+
+def test_a_blob_or_manifest_given_alone_is_one_build_cache(
+    demo: tuple[Path, MirrorSummary], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cachegql index` given a v3 index blob or manifest itself (a URL copied from a
+    listing), with its tag: the same tag as its mirror's root gives."""
+    out, summary = demo
+    _, blob = mb.v3_listing_entries(out)[0]
+    _, manifest = mb.v3_listing_entries(out, manifests=True)[0]
+    with MirrorHTTPServer(out) as http:
+        for source in (out / blob, out / manifest, http.url_for(blob), http.url_for(manifest)):
+            args = ["index", str(source), "--tag", "develop", "--out", str(tmp_path / "ix"), "-q"]
+            assert main(args) == 0, capsys.readouterr().err
+            assert f", {summary.specs} specs," in capsys.readouterr().out
+    damaged = out / blob
+    damaged.write_bytes(damaged.read_bytes() + b" ")
+    assert main(["index", str(damaged), "--tag", "develop", "--out", str(tmp_path / "x")]) == 1
+    err = capsys.readouterr().err
+    assert "checksum mismatch: expected sha256 " in err and damaged.name[-12:] in err
