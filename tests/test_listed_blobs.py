@@ -107,6 +107,26 @@ def test_blobs_read_again_are_taken_as_read_unless_damaged(
     assert _answers(last) == _answers(refused)
 
 
+def test_a_blob_holding_another_blobs_bytes_is_not_taken_from_that_part(
+    demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    """A blob's file holding the bytes of another listed blob, whose part there is: the
+    part names those bytes, not what the blob's name says, so it is not taken; the blob
+    is read and refused, as a full build refuses it."""
+    out, _ = demo
+    listing = _write_listing(out, "blobs.json")
+    build_index([listing], tmp_path / "ix")
+    entries = json.loads(listing.read_text())["develop"]
+    (out / entries[1]["url"]).write_bytes((out / entries[2]["url"]).read_bytes())
+    again = build_index([listing], tmp_path / "ix")
+    full = build_index([listing], tmp_path / "full", full=True)
+    assert again.parts_taken == len(entries) - 1
+    assert _messages(again) == _messages(full)
+    [refused] = [p for p in again.problems if "checksum mismatch" in p.message]
+    assert refused.path == str(out / entries[1]["url"])
+    assert _answers(again) == _answers(full)
+
+
 def test_over_http_binaries_are_found_in_the_blobs_mirror(
     demo: tuple[Path, MirrorSummary], tmp_path: Path
 ) -> None:
@@ -131,6 +151,12 @@ def test_a_blob_or_manifest_given_alone_is_one_build_cache(
     with MirrorHTTPServer(out) as http:
         for source in (out / blob, out / manifest, http.url_for(blob), http.url_for(manifest)):
             args = ["index", str(source), "--tag", "develop", "--out", str(tmp_path / "ix"), "-q"]
+            assert main(args) == 0, capsys.readouterr().err
+            assert f", {summary.specs} specs," in capsys.readouterr().out
+    with pytest.MonkeyPatch.context() as patch:  # paths from the mirror itself
+        patch.chdir(out / "mirror")
+        for source in (blob.removeprefix("mirror/"), manifest.removeprefix("mirror/")):
+            args = ["index", source, "--tag", "develop", "--out", str(tmp_path / "ix"), "-q"]
             assert main(args) == 0, capsys.readouterr().err
             assert f", {summary.specs} specs," in capsys.readouterr().out
     damaged = out / blob

@@ -27,8 +27,13 @@ __all__ = [
 
 V3_INDEX = ("v3", "manifests", "index")
 MANIFEST = "index.manifest.json"
-_BLOB = re.compile(r"^(?P<root>.+)/blobs/sha256/(?P<prefix>[0-9a-f]{2})/(?P<sha256>[0-9a-f]{64})$")
-_MANIFEST = re.compile(rf"^(?P<root>.+)/{'/'.join(V3_INDEX)}/(?:[^/]+/)?{re.escape(MANIFEST)}$")
+# The mirror root may be empty: a relative path from the mirror itself (`blobs/...`).
+_BLOB = re.compile(
+    r"^(?:(?P<root>.*)/)?blobs/sha256/(?P<prefix>[0-9a-f]{2})/(?P<sha256>[0-9a-f]{64})$"
+)
+_MANIFEST = re.compile(
+    rf"^(?:(?P<root>.*)/)?{'/'.join(V3_INDEX)}/(?:[^/]+/)?{re.escape(MANIFEST)}$"
+)
 
 
 @dataclass(frozen=True)
@@ -41,17 +46,17 @@ class IndexBlob:
 
 def index_blob(location: Location) -> IndexBlob | None:
     """The index blob at `location`; None when it is named otherwise."""
-    found = _BLOB.match(location.text.rstrip("/"))
+    found = None if location.is_oci else _BLOB.match(location.text.rstrip("/"))
     if found is None or not found["sha256"].startswith(found["prefix"]):
         return None
-    return IndexBlob(Location(found["root"]), found["sha256"])
+    return IndexBlob(Location(found["root"] or "."), found["sha256"])
 
 
 def manifest_root(location: Location) -> Location | None:
     """The mirror of the v3 index manifest at `location` (its root's or a view's); None
     when `location` is not one."""
-    found = _MANIFEST.match(location.text.rstrip("/"))
-    return None if found is None else Location(found["root"])
+    found = None if location.is_oci else _MANIFEST.match(location.text.rstrip("/"))
+    return None if found is None else Location(found["root"] or ".")
 
 
 def is_index_file(location: Location) -> bool:
