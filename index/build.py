@@ -115,6 +115,7 @@ def build_index(
     lock_timeout: float = publish.LOCK_TIMEOUT,
     on_wait: Callable[[str], None] | None = None,
     full: bool = False,
+    url_map: tuple[tuple[str, str], ...] = (),
 ) -> BuildReport:
     """Build an index of `sources` and publish it at `out`; raise before publishing on failure.
 
@@ -122,7 +123,8 @@ def build_index(
     the http(s) URLs among the sources, within `limits` (see SourceLimits: also the bounds
     on listings and compressed blobs, for any source). One build of `out` runs at a time: this one
     waits up to `lock_timeout` seconds for another to end, telling `on_wait` first.
-    Whether `out` can be written is checked before the sources are read.
+    Whether `out` can be written is checked before the sources are read. `url_map`:
+    (prefix, replacement) pairs mapping where listings' entries are read from.
 
     Build caches are read, written and dropped one tag at a time, so that memory holds
     one tag's records, not all of them. Unless `full`, a tag whose sources did not change
@@ -132,7 +134,7 @@ def build_index(
     with publish.staged(out, lock_timeout=lock_timeout, on_wait=on_wait) as staging:
         started = time.perf_counter()  # the build's own time, not its wait for the lock
         previous = None if full else PreviousBuild.open(out)
-        opener = Opener(reader, limits)
+        opener = Opener(reader, limits, url_map)
         plan = plan_sources(sources, opener=opener, tag=tag, stack=stack)
         counter = _counter(plan, on_progress)
         parts = publish.parts_folder(out)

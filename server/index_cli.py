@@ -24,6 +24,8 @@ examples:
   cachegql index mirror/ --tag develop --out ./ix         a local mirror (v2 or v3)
   cachegql index https://binaries.spack.io/develop --tag develop --out ./ix
   cachegql index cache_spack_io_index.json --out ./ix     a listing: tags and stacks
+  cachegql index https://binaries.spack.io/cache_spack_io_index.json --out ./ix \
+      --map-url s3://spack-binaries/=https://binaries.spack.io/   its stacks over https
   cachegql index oci://ghcr.io/spack/github-actions-buildcache --tag develop --out ./ix
   cachegql index s3://spack-binaries/develop --tag develop --out ./ix
 """
@@ -102,6 +104,17 @@ def add_index_command(commands: Any) -> None:
         help="one build of --out runs at a time: how long to wait for another to end before "
         "giving up (default 600; 0: give up at once)",
     )
+    index.add_argument(
+        "--map-url",
+        action="append",
+        default=[],
+        type=_url_mapping,
+        metavar="PREFIX=REPLACEMENT",
+        help="read a listing's entries whose URL starts with PREFIX from REPLACEMENT instead "
+        "(repeatable; the first that matches): binaries.spack.io's listing names its stacks "
+        "by s3://spack-binaries/ URLs, which --map-url s3://spack-binaries/=https://"
+        "binaries.spack.io/ reads over https, as cache.spack.io does",
+    )
     index.add_argument("--quiet", "-q", action="store_true", help="print only the summary line")
     index.add_argument(
         "--verbose",
@@ -118,6 +131,17 @@ def add_index_command(commands: Any) -> None:
     add_s3_endpoint(index)
     _add_source_limits(index)
     index.set_defaults(run=_index)
+
+
+def _url_mapping(text: str) -> tuple[str, str]:
+    """`--map-url PREFIX=REPLACEMENT` as a pair (a URL holds no `=` before its path)."""
+    prefix, equals, replacement = text.partition("=")
+    if not equals or not prefix or not replacement:
+        raise argparse.ArgumentTypeError(
+            f"expected PREFIX=REPLACEMENT (e.g. s3://spack-binaries/=https://binaries.spack.io/), "
+            f"got {text!r}"
+        )
+    return prefix, replacement
 
 
 def _add_source_limits(index: argparse.ArgumentParser) -> None:
@@ -218,6 +242,7 @@ def _index(args: argparse.Namespace) -> int:
                 lock_timeout=args.lock_timeout,
                 on_wait=None if args.quiet else _tell,
                 full=args.full,
+                url_map=tuple(args.map_url),
             )
     except StrictModeError as exc:
         print(f"error (--strict): {exc.problem}; nothing was published", file=sys.stderr)

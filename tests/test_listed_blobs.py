@@ -27,6 +27,12 @@ ANSWERS = (
 )
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cachegql index` keeps downloads in a cache of its own per test, not the user's."""
+    monkeypatch.setenv("CACHEGQL_CACHE_DIR", str(tmp_path / "cache"))
+
+
 @pytest.fixture
 def demo(tmp_path: Path) -> tuple[Path, MirrorSummary]:
     out = tmp_path / "demo"
@@ -164,3 +170,28 @@ def test_a_blob_or_manifest_given_alone_is_one_build_cache(
     assert main(["index", str(damaged), "--tag", "develop", "--out", str(tmp_path / "x")]) == 1
     err = capsys.readouterr().err
     assert "checksum mismatch: expected sha256 " in err and damaged.name[-12:] in err
+
+
+def test_map_url_reads_binaries_spack_ios_listing_from_another_place(
+    demo: tuple[Path, MirrorSummary], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """binaries.spack.io's listing as its generator writes it (`s3://spack-binaries/...`
+    blob URLs), read over http as cache.spack.io reads it: `--map-url PREFIX=REPLACEMENT`."""
+    out, summary = demo
+    bucket = "s3://spack-binaries/develop/"
+    entries = [(label, bucket + path) for label, path in mb.v3_listing_entries(out)]
+    listing = mb.write_listing(tmp_path / "listing.json", {"develop": entries})
+    with MirrorHTTPServer(out) as http:
+        site = http.url + "/"
+        mapping = [f"--map-url={bucket}={site}", "--map-url=s3://=http://127.0.0.1:9/"]
+        args = ["index", str(listing), *mapping, "--out", str(tmp_path / "ix"), "-q"]
+        assert main(args) == 0, capsys.readouterr().err
+        assert f", {summary.specs} specs," in capsys.readouterr().out
+        requested = {e.path for e in http.requests("/mirror/blobs/", method="GET")}
+    assert len(requested) == len(entries)  # the first mapping that matches is taken
+    with serving(tmp_path / "ix") as client:
+        nodes = client.data("{ specs(first: 5) { nodes { specFileUrl } } }")["specs"]["nodes"]
+    assert all(n["specFileUrl"].startswith(f"{site}mirror/v3/manifests/spec/") for n in nodes)
+    with pytest.raises(SystemExit):
+        main(["index", str(listing), "--map-url", "s3://spack-binaries/", "--out", "x"])
+    assert "expected PREFIX=REPLACEMENT" in capsys.readouterr().err

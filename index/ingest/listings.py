@@ -39,13 +39,28 @@ def is_listing(document: object) -> bool:
     )
 
 
+UrlMap = tuple[tuple[str, str], ...]
+"""(prefix, replacement) pairs: where to read a listing's entries from instead."""
+
+
+def mapped_url(url: str, url_map: UrlMap) -> str:
+    """`url` with the first prefix of `url_map` it starts with replaced."""
+    for prefix, replacement in url_map:
+        if url.startswith(prefix):
+            return replacement + url[len(prefix) :]
+    return url
+
+
 def read_listing(
-    data: bytes, location: Location, max_entries: int | None = None
+    data: bytes, location: Location, max_entries: int | None = None, url_map: UrlMap = ()
 ) -> tuple[list[ListingEntry], list[Problem]]:
-    """The entries of a listing, their urls resolved against the listing's location.
+    """The entries of a listing, their urls resolved against the listing's location, then
+    mapped by `url_map` (binaries.spack.io's names its stacks by `s3://spack-binaries/`
+    URLs, which cache.spack.io reads from `https://binaries.spack.io/`).
 
     An entry the origin rules refuse (a local file named by a listing read from the
     network) is a problem, never read; a listing of more than `max_entries` is refused.
+    The map is the user's, not the listing's: it may name local files.
     """
     document = json_document(data, str(location))
     if not is_listing(document):
@@ -73,7 +88,10 @@ def read_listing(
                 )
                 continue
             try:
-                entries.append(ListingEntry(str(tag), label, location.sibling(url)))
+                resolved = location.sibling(url).text
+                entries.append(
+                    ListingEntry(str(tag), label, Location.of(mapped_url(resolved, url_map)))
+                )
             except ReadError as exc:
                 problems.append(
                     Problem(str(location), f"entry {label!r} of tag {tag!r} skipped: {exc}")

@@ -167,9 +167,16 @@ def _short(text: str, limit: int = 120) -> str:
 class Opener:
     """Reads locations: local files directly, URLs through `reader`, within `limits`."""
 
-    def __init__(self, reader: Reader | None = None, limits: SourceLimits | None = None) -> None:
+    def __init__(
+        self,
+        reader: Reader | None = None,
+        limits: SourceLimits | None = None,
+        url_map: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         self.reader = reader
         self.limits = limits or SourceLimits()
+        self.url_map = url_map
+        """Where listings' entries are read from instead (`listings.read_listing`)."""
 
     @contextmanager
     def source(self) -> Iterator[None]:

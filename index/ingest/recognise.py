@@ -185,7 +185,8 @@ def _plan_json(
         plan.caches.append(_lone(location, "spec-file", tag, stack, data))
     elif is_listing(document):
         try:
-            entries, problems = read_listing(data, location, opener.limits.max_listing_entries)
+            limit = opener.limits.max_listing_entries
+            entries, problems = read_listing(data, location, limit, opener.url_map)
         except SourceFormatError as exc:
             plan.problems.append(Problem(str(location), str(exc)))
             return
