@@ -24,8 +24,8 @@ examples:
   cachegql index mirror/ --tag develop --out ./ix         a local mirror (v2 or v3)
   cachegql index https://binaries.spack.io/develop --tag develop --out ./ix
   cachegql index cache_spack_io_index.json --out ./ix     a listing: tags and stacks
-  cachegql index https://binaries.spack.io/cache_spack_io_index.json --out ./ix \
-      --map-url s3://spack-binaries/=https://binaries.spack.io/   its stacks over https
+  cachegql index https://binaries.spack.io/cache_spack_io_index.json --out ./ix
+    --map-url s3://spack-binaries/=https://binaries.spack.io/   its s3:// stacks read over https
   cachegql index oci://ghcr.io/spack/github-actions-buildcache --tag develop --out ./ix
   cachegql index s3://spack-binaries/develop --tag develop --out ./ix
 """
