@@ -42,6 +42,7 @@ from cachegql.index.ingest.identity import (
     tag_fingerprint,
     take_stock,
 )
+from cachegql.index.ingest.locations import UrlMap
 from cachegql.index.ingest.recognise import Plan
 from cachegql.index.peak_memory import peak_rss_mb
 from cachegql.index.records import Problem
@@ -115,7 +116,7 @@ def build_index(
     lock_timeout: float = publish.LOCK_TIMEOUT,
     on_wait: Callable[[str], None] | None = None,
     full: bool = False,
-    url_map: tuple[tuple[str, str], ...] = (),
+    url_map: UrlMap = (),
 ) -> BuildReport:
     """Build an index of `sources` and publish it at `out`; raise before publishing on failure.
 

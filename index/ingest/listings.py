@@ -11,7 +11,7 @@ import orjson
 
 from cachegql.index.ingest.dag_nodes import SourceFormatError
 from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
-from cachegql.index.ingest.locations import Location, ReadError
+from cachegql.index.ingest.locations import Location, ReadError, UrlMap
 from cachegql.index.records import Problem
 
 __all__ = ["ListingEntry", "is_listing", "json_document", "json_error", "read_listing"]
@@ -37,10 +37,6 @@ def is_listing(document: object) -> bool:
             for entries in document.values()
         )
     )
-
-
-UrlMap = tuple[tuple[str, str], ...]
-"""(prefix, replacement) pairs: where to read a listing's entries from instead."""
 
 
 def mapped_url(url: str, url_map: UrlMap) -> str:

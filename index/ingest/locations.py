@@ -44,6 +44,7 @@ __all__ = [
     "PendingCheck",
     "ReadError",
     "Reader",
+    "UrlMap",
 ]
 
 # Every kind of location read through the caller's `Reader`, never from the local disk:
@@ -164,6 +165,11 @@ def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else f"{text[:limit]}..."
 
 
+UrlMap = tuple[tuple[str, str], ...]
+"""(prefix, replacement) pairs: where to read a listing's entries from instead (the
+first prefix an entry's URL starts with is replaced)."""
+
+
 class Opener:
     """Reads locations: local files directly, URLs through `reader`, within `limits`."""
 
@@ -171,7 +177,7 @@ class Opener:
         self,
         reader: Reader | None = None,
         limits: SourceLimits | None = None,
-        url_map: tuple[tuple[str, str], ...] = (),
+        url_map: UrlMap = (),
     ) -> None:
         self.reader = reader
         self.limits = limits or SourceLimits()
