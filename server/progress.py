@@ -11,11 +11,13 @@ REFRESH_SECONDS = 0.1
 
 
 class ProgressBar:
-    def __init__(self, label: str, stream: TextIO = sys.stderr, unit: str = "") -> None:
+    def __init__(self, label: str, stream: TextIO | None = None, unit: str = "") -> None:
         self.label = label
         self.unit = unit
-        self.stream = stream
-        self.enabled = stream.isatty()
+        # `sys.stderr` as it is now, not as it was when this module was imported (a
+        # stream replaced since, and closed: a test's capture, a daemon's redirection).
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = self.stream.isatty()
         self._shown_at = 0.0
 
     def __call__(self, done: int, total: int) -> None:

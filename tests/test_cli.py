@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 from cachegql.index import IndexStore
 from cachegql.schema import DEFAULT_MAX_FIRST
+from cachegql.server.progress import ProgressBar
 from tests.conftest import CLI, PAGES
 from tests.page_factory import page_text, spec, write_page
 
@@ -73,6 +75,20 @@ def test_the_peak_memory_a_build_states_is_its_own(tmp_path: Path) -> None:
     summary = SUMMARY.match(result.stdout.strip().splitlines()[-1])
     assert summary is not None, result.stdout
     assert 0 < int(summary.group(6)) < 300
+
+
+def test_a_progress_bar_writes_to_stderr_as_it_is_when_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not to the stderr of when its module was imported: that one may be closed since (a
+    test's capture: `cachegql index` in process then failed with "I/O operation on closed
+    file")."""
+    replaced = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", replaced)
+    bar = ProgressBar("reading sources")
+    assert bar.stream is replaced and not bar.enabled
+    bar(1, 2)
+    assert replaced.getvalue() == ""  # not a terminal: silent
 
 
 def test_index_reports_problems_on_stderr_naming_files(tmp_path: Path) -> None:
