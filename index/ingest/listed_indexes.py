@@ -13,7 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from cachegql.index.ingest.locations import Location, ReadError
+from cachegql.index.ingest.locations import Location, check_sha256
 
 __all__ = [
     "MANIFEST",
@@ -68,8 +68,6 @@ def checked_blob(location: Location, data: bytes) -> IndexBlob | None:
     """The index blob at `location` whose bytes `data` were read already, checked against
     its name (ReadError: other bytes); None for an index file named otherwise."""
     blob = index_blob(location)
-    if blob is not None and (actual := hashlib.sha256(data).hexdigest()) != blob.sha256:
-        raise ReadError(
-            f"{location}: checksum mismatch: expected sha256 {blob.sha256}, the file has {actual}"
-        )
+    if blob is not None:
+        check_sha256(location, blob.sha256, hashlib.sha256(data).hexdigest())
     return blob

@@ -45,6 +45,7 @@ __all__ = [
     "ReadError",
     "Reader",
     "UrlMap",
+    "check_sha256",
 ]
 
 # Every kind of location read through the caller's `Reader`, never from the local disk:
@@ -281,6 +282,14 @@ class Opener:
         return self.reader
 
 
+def check_sha256(location: Location, expected: str, actual: str) -> None:
+    """ReadError unless the bytes read at `location`, of sha256 `actual`, are `expected`."""
+    if actual != expected.lower():
+        raise ReadError(
+            f"{location}: checksum mismatch: expected sha256 {expected}, the file has {actual}"
+        )
+
+
 @dataclass(frozen=True)
 class PendingCheck:
     """Whether bytes given by `Opener.read_verifying` have the sha256 they should, their
@@ -294,12 +303,7 @@ class PendingCheck:
         """Return once the bytes are verified; ReadError if they are not what was named."""
         if self.hashing is None:
             return
-        actual = self.hashing.result()
-        if actual != self.sha256.lower():
-            raise ReadError(
-                f"{self.location}: checksum mismatch: expected sha256 {self.sha256}, "
-                f"the file has {actual}"
-            )
+        check_sha256(self.location, self.sha256, self.hashing.result())
 
     def poll(self) -> None:
         """`wait`, if the hash is found already: a read of bytes that are not the ones
