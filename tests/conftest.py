@@ -74,8 +74,8 @@ def demo_snapshot(
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The local files the ingest and the fingerprints read whole from now on (the real
-    readers, counted)."""
+    """The local files the ingest and the fingerprints read whole or map from now on (the
+    real readers, counted)."""
     from cachegql.index.ingest import files, identity, locations
 
     read: list[str] = []
@@ -88,7 +88,9 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return counted
 
     monkeypatch.setattr(locations, "read_regular", counting(files.read_regular))
+    monkeypatch.setattr(locations, "map_regular", counting(files.map_regular))
     monkeypatch.setattr(identity, "read_regular_status", counting(files.read_regular_status))
+    monkeypatch.setattr(identity, "map_regular_status", counting(files.map_regular_status))
     return read
 
 

@@ -7,6 +7,7 @@ against its checksum, binaries found in the blob's mirror, parts taken when read
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
 from cachegql.index import BuildReport, StrictModeError, build_index
+from cachegql.index.ingest import digest_memo
 from cachegql.server.cli import main
 from cachegql.server.fetch import HttpReader
 from tests import mirror_builder as mb
@@ -111,6 +113,37 @@ def test_blobs_read_again_are_taken_as_read_unless_damaged(
     assert _messages(last) == _messages(refused)
     assert any("checksum mismatch" in message for message in _messages(last))
     assert _answers(last) == _answers(refused)
+
+
+def test_an_unchanged_blob_is_known_by_its_status(
+    demo: tuple[Path, MirrorSummary],
+    tmp_path: Path,
+    reads: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A listed blob verified against its name is recorded by its status, as a listed
+    index file is: a rebuild with nothing changed reads no blob (before: each hashed whole
+    for the tag's fingerprint); one rewritten since, its size and time kept, is read and
+    refused."""
+    monkeypatch.setattr(digest_memo, "SETTLED_NS", 0)  # the files are seconds old
+    out, _ = demo
+    listing = _write_listing(out, "blobs.json")
+    blobs = [str(out / path) for _, path in mb.v3_listing_entries(out)]
+    build_index([listing], tmp_path / "ix")
+    reads.clear()
+    again = build_index([listing], tmp_path / "ix")
+    assert again.reused == ["develop"]
+    assert [r for r in reads if r in blobs] == []
+    damaged = Path(blobs[1])
+    before = damaged.stat()
+    data = damaged.read_bytes()
+    damaged.write_bytes(data[:-2] + (b"  " if data[-2:] != b"  " else b"\n\n"))
+    os.utime(damaged, ns=(before.st_atime_ns, before.st_mtime_ns))
+    reads.clear()
+    last = build_index([listing], tmp_path / "ix")
+    assert last.reused == [] and {r for r in reads if r in blobs} == {str(damaged)}
+    [refused] = [p for p in last.problems if "checksum mismatch" in p.message]
+    assert refused.path == str(damaged)
 
 
 def test_a_blob_holding_another_blobs_bytes_is_not_taken_from_that_part(

@@ -28,6 +28,7 @@ __all__ = [
     "TooLargeError",
     "describe_mode",
     "map_regular",
+    "map_regular_status",
     "open_regular",
     "read_head",
     "read_regular",
@@ -160,11 +161,17 @@ def map_regular(path: Path) -> Blob:
     A mapped file is read as it is used, and `release` drops the pages used already: a
     1.8 GB index (1M specs) read whole was 1.8 GB of the build's peak memory.
     """
+    return map_regular_status(path)[0]
+
+
+def map_regular_status(path: Path | str) -> tuple[Blob, os.stat_result]:
+    """`map_regular`, with the status of the file mapped, taken on it opened (as
+    `read_regular_status` gives it)."""
     fd, status = _open_checked(path)
     try:
         if status.st_size < _MAP_FROM:
-            return _read_fd(fd, status, None, path)
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            return _read_fd(fd, status, None, path), status
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ), status
     finally:
         os.close(fd)  # a mapping keeps its own reference to the file
 

@@ -29,7 +29,12 @@ from typing import Protocol
 from cachegql.index.ingest.buildcache import V3_SPECS, spec_file_paths, v2_folder, view_names
 from cachegql.index.ingest.digest_memo import FileStatuses, Recorded
 from cachegql.index.ingest.file_stock import FileStock, statuses_now
-from cachegql.index.ingest.files import Blob, PendingSha256, read_regular_status
+from cachegql.index.ingest.files import (
+    Blob,
+    PendingSha256,
+    map_regular_status,
+    read_regular_status,
+)
 from cachegql.index.ingest.listed_indexes import MANIFEST, V3_INDEX, is_index_file
 from cachegql.index.ingest.locations import (
     Location,
@@ -130,6 +135,12 @@ class RecordingOpener(Opener):
 
     def _read_file(self, path: Path) -> bytes:
         data, status = read_regular_status(path)
+        self.statuses.opened(status)
+        return data
+
+    def _map_file(self, path: Path) -> Blob:
+        # A listed blob, verified against its name: known by its status next time.
+        data, status = map_regular_status(path)
         self.statuses.opened(status)
         return data
 

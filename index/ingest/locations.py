@@ -240,7 +240,7 @@ class Opener:
             )
             return body, PendingCheck(location, sha256, None)
         named_by_digest = location.path.name.lower() == sha256.lower()
-        data = self._local(location, map_regular if named_by_digest else self._read_file)
+        data = self._local(location, self._map_file if named_by_digest else self._read_file)
         return data, PendingCheck(location, sha256, PendingSha256(data))
 
     @contextmanager
@@ -261,6 +261,10 @@ class Opener:
     def _read_file(self, path: Path) -> bytes:
         """A local file read whole (a recording opener also notes what file it was)."""
         return read_regular(path)
+
+    def _map_file(self, path: Path) -> Blob:
+        """A local file mapped (`map_regular`; a recording opener also notes what file)."""
+        return map_regular(path)
 
     def _local(self, location: Location, read: Callable[[Path], _B]) -> _B:
         try:
