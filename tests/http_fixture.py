@@ -36,6 +36,8 @@ class LogEntry:
     #: Body bytes sent (for a stalled body, what was sent before the stall).
     bytes_sent: int
     if_none_match: str | None = None
+    #: The URL's query, as sent.
+    query: str = ""
 
 
 @dataclass
@@ -142,8 +144,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, data, body, content_type, etag)
 
     def _log(self, status: int, sent: int) -> None:
-        path = unquote(urlsplit(self.path).path)
-        self.server.owner._log(self.command, path, status, sent, self.headers.get("If-None-Match"))
+        url = urlsplit(self.path)
+        self.server.owner._log(
+            self.command,
+            unquote(url.path),
+            status,
+            sent,
+            self.headers.get("If-None-Match"),
+            url.query,
+        )
 
     def _headers(self, status: int, length: int, content_type: str, etag: str | None) -> None:
         self.send_response(status)
@@ -311,10 +320,16 @@ class MirrorHTTPServer:
             self._log_entries.clear()
 
     def _log(
-        self, method: str, path: str, status: int, sent: int, if_none_match: str | None
+        self,
+        method: str,
+        path: str,
+        status: int,
+        sent: int,
+        if_none_match: str | None,
+        query: str = "",
     ) -> None:
         with self._lock:
-            self._log_entries.append(LogEntry(method, path, status, sent, if_none_match))
+            self._log_entries.append(LogEntry(method, path, status, sent, if_none_match, query))
 
     def _register(self, connection: socket.socket) -> None:
         with self._lock:

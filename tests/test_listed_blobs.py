@@ -16,6 +16,8 @@ import pytest
 from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
 from cachegql.index import BuildReport, StrictModeError, build_index
 from cachegql.index.ingest import digest_memo
+from cachegql.index.ingest.listed_indexes import index_blob, is_index_file
+from cachegql.index.ingest.locations import Location
 from cachegql.server.cli import main
 from cachegql.server.fetch import HttpReader
 from tests import mirror_builder as mb
@@ -177,6 +179,60 @@ def test_over_http_binaries_are_found_in_the_blobs_mirror(
     assert report.tags == {"develop": summary.specs}
     urls = {node["specFileUrl"] for node in _answers(report)["specs"]["nodes"]}
     assert urls and all(u.startswith(f"{mirror}/v3/manifests/spec/") for u in urls)
+
+
+@pytest.mark.parametrize(
+    ("url", "index", "root"),
+    [
+        (
+            "https://h/m/blobs/sha256/ab/" + "ab" * 32 + "?X-Amz-Signature=1%2F2",
+            True,
+            "https://h/m",
+        ),
+        ("https://h/m/build_cache/index.json?token=a/b#top", True, None),
+        ("https://h/m/v3/manifests/index/index.manifest.json?t=1", True, None),
+        ("https://h/m?token=index.json", False, None),
+        ("/local/m/blobs/sha256/ab/" + "ab" * 32, True, "/local/m"),
+    ],
+)
+def test_what_a_listed_url_names_is_read_from_its_path_not_its_query(
+    url: str, index: bool, root: str | None
+) -> None:
+    location = Location(url)
+    assert is_index_file(location) is index
+    blob = index_blob(location)
+    assert (blob and str(blob.root)) == root
+    if location.is_url:  # a query is never carried to the locations found from it
+        assert location.join("v3", "x").text == url.split("?")[0] + "/v3/x"
+
+
+def test_listed_urls_with_a_query_are_read_as_the_indexes_they_name(
+    demo: tuple[Path, MirrorSummary], tmp_path: Path
+) -> None:
+    """A listing of presigned blob URLs (`?X-Amz-Signature=...`) or of index files with a
+    token (`?token=...`): each read as the index its path names, with its query (before:
+    tried as a mirror root, `<url>?...sig/v3/manifests/...`), and no URL the index publishes
+    carries the query."""
+    out, summary = demo
+    files = json.loads((out / "cache_spack_io_index.json").read_text())["develop"]
+    signature = "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=0a%2F1b"
+    with MirrorHTTPServer(out) as http, HttpReader(None) as reader:
+        blobs = [(label, http.url_for(p) + signature) for label, p in mb.v3_listing_entries(out)]
+        tokens = [(e["label"], http.url_for(e["url"]) + "?token=a/b") for e in files]
+        plain = [(e["label"], http.url_for(e["url"])) for e in files]
+        built = {}
+        for name, entries in (("blobs", blobs), ("tokens", tokens), ("plain", plain)):
+            listing = mb.write_listing(tmp_path / f"{name}.json", {"develop": entries})
+            built[name] = build_index([listing], tmp_path / name, reader=reader)
+            assert built[name].tags == {"develop": summary.specs}
+        queries = {e.query for e in http.requests("/", method="GET")}
+    assert queries == {"", signature[1:], "token=a/b"}
+    assert _messages(built["tokens"]) == _messages(built["plain"])
+    answers = {name: _answers(build) for name, build in built.items()}
+    assert answers["tokens"] == answers["plain"]
+    assert "?" not in json.dumps(answers["tokens"]) + json.dumps(answers["blobs"])
+    mirror = http.url_for("mirror/v3/manifests/spec/")
+    assert all(n["specFileUrl"].startswith(mirror) for n in answers["blobs"]["specs"]["nodes"])
 
 
 def test_a_blob_or_manifest_given_alone_is_one_build_cache(

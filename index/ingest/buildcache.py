@@ -146,7 +146,7 @@ def placed(data: CacheData, blob: IndexBlob | None) -> CacheData:
     """An index file's binaries are beside it, as in a v2 `build_cache` folder; an index
     blob's, in its v3 mirror."""
     if blob is None:
-        data.base, data.layout = data.source.rsplit("/", 1)[0], "v2"
+        data.base, data.layout = Location(data.source).without_query.rsplit("/", 1)[0], "v2"
     else:
         data.base, data.layout = str(blob.root), "v3"
     return data

@@ -46,7 +46,7 @@ class IndexBlob:
 
 def index_blob(location: Location) -> IndexBlob | None:
     """The index blob at `location`; None when it is named otherwise."""
-    found = None if location.is_oci else _BLOB.match(location.text.rstrip("/"))
+    found = None if location.is_oci else _BLOB.match(location.without_query.rstrip("/"))
     if found is None or not found["sha256"].startswith(found["prefix"]):
         return None
     return IndexBlob(Location(found["root"] or "."), found["sha256"])
@@ -55,7 +55,7 @@ def index_blob(location: Location) -> IndexBlob | None:
 def manifest_root(location: Location) -> Location | None:
     """The mirror of the v3 index manifest at `location` (its root's or a view's); None
     when `location` is not one."""
-    found = None if location.is_oci else _MANIFEST.match(location.text.rstrip("/"))
+    found = None if location.is_oci else _MANIFEST.match(location.without_query.rstrip("/"))
     return None if found is None else Location(found["root"] or ".")
 
 

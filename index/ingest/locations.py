@@ -111,12 +111,23 @@ class Location:
 
     @property
     def name(self) -> str:
-        return self.text.rstrip("/").rsplit("/", 1)[-1]
+        """The last segment of its path (a URL's, without its query)."""
+        return self.without_query.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def without_query(self) -> str:
+        """The text, but for a URL's query and fragment (`?X-Amz-Signature=...`, a
+        presigned URL's, or `?token=...`)."""
+        if not self.is_url:
+            return self.text
+        return self.text.split("#", 1)[0].split("?", 1)[0]
 
     def join(self, *parts: str) -> Location:
-        """A location below this one (this one taken as a folder)."""
+        """A location below this one (this one taken as a folder). A URL's query is not
+        carried over: a signature is for one object, and a token must not reach the URLs
+        the index publishes."""
         if self.is_url:
-            return Location(self.text.rstrip("/") + "/" + "/".join(parts))
+            return Location(self.without_query.rstrip("/") + "/" + "/".join(parts))
         return Location(str(self.path.joinpath(*parts)))
 
     def sibling(self, reference: str) -> Location:
