@@ -10,6 +10,7 @@ indexes, then times `cachegql index LISTING --out DIR`, each run a process of it
 - `nothing changed`: the same sources again, every tag reused;
 - `one stack changed`: one binary taken out of one stack of one tag, that tag read again.
 
+With `--roots`, the listing names each stack's v2 mirror root instead of its index file.
 Each is run `--repeat` times (median). `--before VENV` also times a full build with
 another install (e.g. the main checkout's, to compare peak memory before the build went
 tag by tag). Work files are kept in bench/work/ by `--specs`.
@@ -73,6 +74,18 @@ def in_child(function: Callable[..., object], *args: object) -> None:
         raise SystemExit(f"{function.__name__} failed in its child process")
 
 
+def roots_listing(listing: Path) -> Path:
+    """The listing with each stack's mirror root in place of its `build_cache/index.json`."""
+    entries = json.loads(listing.read_text())
+    roots = {
+        tag: [{**e, "url": e["url"].removesuffix("/build_cache/index.json")} for e in listed]
+        for tag, listed in entries.items()
+    }
+    path = listing.with_name("listing-roots.json")
+    path.write_text(json.dumps(roots, indent=1))
+    return path
+
+
 def change_one_stack(folder: Path, round_: int) -> None:
     """Take one more binary out of the last stack of tag v0.22 (a new change each round)."""
     label = json.loads((folder / "listing.json").read_text())["v0.22"][-1]["label"]
@@ -111,11 +124,14 @@ def main() -> None:
     parser.add_argument("--specs", type=int, default=50_000, help="binaries per tag")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--before", type=Path, metavar="VENV", help="another install to compare")
+    parser.add_argument("--roots", action="store_true", help="list mirror roots, not indexes")
     args = parser.parse_args()
     if not (WORK / f"incremental-{args.specs}" / "listing.json").is_file():
         in_child(sources, args.specs)
     folder = sources(args.specs)
     listing = folder / "listing.json"
+    if args.roots:
+        listing = roots_listing(listing)
     out = WORK / f"incremental-{args.specs}-index"
     shutil.rmtree(out.with_name(out.name + ".builds"), ignore_errors=True)
     shutil.rmtree(out.with_name(out.name + ".parts"), ignore_errors=True)
@@ -136,7 +152,10 @@ def main() -> None:
         changed.append(run(venv, listing, out))
     rows.append(measure("one stack of one tag changed", changed))
     full = next(seconds for name, seconds, _, _ in rows if name == "full")
-    print(f"\n3 tags x 10 stacks, {args.specs} binaries per tag, median of {args.repeat}\n")
+    named = "mirror roots" if args.roots else "index files"
+    print(
+        f"\n3 tags x 10 stacks ({named}), {args.specs} binaries per tag, median of {args.repeat}\n"
+    )
     print("| build | wall | of a full build | peak RSS |")
     print("|---|---|---|---|")
     for name, seconds, rss, _ in rows:

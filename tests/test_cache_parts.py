@@ -9,6 +9,7 @@ built, changed and built again on disk.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -273,6 +274,63 @@ def test_a_tag_read_again_takes_its_unchanged_indexes_from_parts(
     now = _parts_named(again.folder)
     assert sorted(p.name for p in parts.iterdir()) == sorted(n for v in now.values() for n in v)
     assert now["develop"] == kept["develop"] and now["v0.22"] != kept["v0.22"]
+
+
+def _list_mirror_roots(sources: Path) -> None:
+    """The listing names each stack's v2 mirror root (with its `index.json.hash`), not
+    its index file."""
+    listing = json.loads((sources / "listing.json").read_text())
+    roots = {
+        tag: [{**e, "url": e["url"].removesuffix("/build_cache/index.json")} for e in entries]
+        for tag, entries in listing.items()
+    }
+    (sources / "listing.json").write_text(json.dumps(roots))
+
+
+def _hash_again(index: Path, text: str | None = None) -> None:
+    digest = hashlib.sha256(index.read_bytes()).hexdigest()
+    index.with_name("index.json.hash").write_text(digest if text is None else text)
+
+
+def test_a_tag_of_v2_mirror_roots_takes_its_unchanged_indexes_from_parts(
+    sources: Path, tmp_path: Path, reads: list[str]
+) -> None:
+    """Mirror roots listed instead of their index files: the same parts, taken when the
+    index's digest is known (by its status) and is the one its `.hash` names; a `.hash`
+    naming other bytes is read and refused, as a full build refuses it."""
+    _list_mirror_roots(sources)
+    out = tmp_path / "ix"
+    first = _build(sources, out)
+    assert {len(names) for names in _parts_named(first.folder).values()} == {4}
+    changed, other = [p for p in _index_files(sources, "v0.22") if "root" not in p.parts][:2]
+    _add_a_dependency_flag(changed)
+    _hash_again(changed)
+    reads.clear()
+    again = _build(sources, out)
+    assert again.reused == ["develop"] and again.parts_taken == 3
+    assert {r for r in reads if r.endswith("index.json")} == {str(changed)}
+    full = _build(sources, tmp_path / "full", full=True)
+    assert _tag_files(again.folder) == _tag_files(full.folder)
+
+    _hash_again(other, "0" * 64)
+    reads.clear()
+    last = _build(sources, out)
+    assert last.parts_taken == 3  # the other three
+    assert {r for r in reads if r.endswith("index.json")} == {str(other)}
+    refused = _build(sources, tmp_path / "refused", full=True)
+    assert [p.message for p in last.problems] == [p.message for p in refused.problems]
+    assert any("checksum mismatch" in p.message for p in last.problems)
+    assert _tag_files(last.folder) == _tag_files(refused.folder)
+
+
+def test_remote_v2_mirror_roots_with_a_hash_keep_no_part(sources: Path, tmp_path: Path) -> None:
+    """Over http, a v2 mirror root's index is known by its `.hash` alone, not by its
+    bytes: a part of it would never be taken, so none is written."""
+    _list_mirror_roots(sources)
+    with MirrorHTTPServer(sources) as http, HttpReader(tmp_path / "fetch") as reader:
+        first = build_index([http.url_for("listing.json")], tmp_path / "ix", reader=reader)
+    assert first.specs > 0 and first.caches == 8
+    assert _parts_named(first.folder) == {"develop": [], "v0.22": []}
 
 
 @pytest.mark.parametrize("damage", ["cut short", "removed"])

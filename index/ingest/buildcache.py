@@ -123,23 +123,44 @@ def read_index_file(
     else:  # its blob is not known by the build's fingerprints: no part
         location, checksum = _manifest_blob(location, root, opener)
         blob, parts = IndexBlob(root, checksum), None
-    source = str(location)
-    database = None
-    if parts is not None:
-        expected = None if blob is None else blob.sha256
-        database = parts.load(location, source, seen, opener, expected)
-    if database is None:
-        entries: list[PartEntry] | None = [] if parts is not None else None
-        if blob is None:
-            database = _database(opener.read(location), source, seen, part=entries)
-            sha256 = opener.body_digest(location.text)
-        else:
-            with verifying_blob(location, blob.sha256, opener) as (data, check):
-                database = _database(data, source, seen, check, entries)
-            sha256 = blob.sha256
-        if parts is not None and entries is not None:
-            parts.keep(sha256, database, entries, keyed=seen is not None)
+    expected = None if blob is None else blob.sha256
+    database = _index_database(location, str(location), opener, seen, parts, expected)
     return placed(cache_data(database, label), blob)
+
+
+def _index_database(
+    location: Location,
+    source: str,
+    opener: Opener,
+    seen: SeenNodes | None,
+    parts: CacheParts | None,
+    expected: str | None = None,
+    inflate: bool = True,
+) -> Database:
+    """The database of the index at `location`: from its part where `parts` has one that
+    the build knows the index by, else read (parsed while it is checked against the sha256
+    `expected`, where one is given; inflated when gzipped, a blob) and kept as a part."""
+    known = None if expected is None else expected.lower()  # as the build knows digests
+    if parts is not None:
+        database = parts.load(location, source, seen, opener, known)
+        if database is not None:
+            return database
+    entries: list[PartEntry] | None = [] if parts is not None else None
+    if expected is None:
+        database = _database(opener.read(location), source, seen, part=entries)
+        sha256 = opener.body_digest(location.text)
+    else:
+        verifying = (
+            verifying_blob(location, expected, opener)
+            if inflate
+            else opener.verifying(location, expected)
+        )
+        with verifying as (data, check):
+            database = _database(data, source, seen, check, entries)
+        sha256 = known
+    if parts is not None and entries is not None:
+        parts.keep(sha256, database, entries, keyed=seen is not None)
+    return database
 
 
 def placed(data: CacheData, blob: IndexBlob | None) -> CacheData:
@@ -164,19 +185,24 @@ def read_cache(
     read by an earlier build (index/ingest/cache_parts.py)."""
     if is_index_file(location):
         return read_index_file(location, opener, label, seen, parts)
-    return read_mirror(location, opener, label, seen)
+    return read_mirror(location, opener, label, seen, parts)
 
 
 def read_mirror(
-    location: Location, opener: Opener, label: str, seen: SeenNodes | None = None
+    location: Location,
+    opener: Opener,
+    label: str,
+    seen: SeenNodes | None = None,
+    parts: CacheParts | None = None,
 ) -> CacheData:
-    """A mirror root: layout v3 when it has an index manifest, else layout v2."""
+    """A mirror root: layout v3 when it has an index manifest, else layout v2 (whose
+    index, with `parts`, is taken as read where the build knows it)."""
     try:
         return _read_v3(location, opener, label, seen)
     except NotFoundError:
         pass
     try:
-        return _read_v2(location, opener, label, seen)
+        return _read_v2(location, opener, label, seen, parts)
     except NotFoundError:
         raise ReadError(
             f"{location}: no build cache there: neither {'/'.join((*V3_INDEX, MANIFEST))} "
@@ -271,7 +297,13 @@ def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> tuple[
     return root.join("blobs", algorithm, checksum[:2], checksum), checksum
 
 
-def _read_v2(root: Location, opener: Opener, label: str, seen: SeenNodes | None) -> CacheData:
+def _read_v2(
+    root: Location,
+    opener: Opener,
+    label: str,
+    seen: SeenNodes | None,
+    parts: CacheParts | None = None,
+) -> CacheData:
     folder = v2_folder(root)
     index = folder.join("index.json")
     try:
@@ -279,11 +311,10 @@ def _read_v2(root: Location, opener: Opener, label: str, seen: SeenNodes | None)
     except NotFoundError:
         expected = None
     try:
-        if expected is None:
-            database = _database(opener.read(index), str(index), seen)
-        else:  # parsed while it is checked against its hash
-            with opener.verifying(index, expected) as (data, check):
-                database = _database(data, str(index), seen, check)
+        # A remote index with a `.hash` is known by the `.hash` alone (identity.py), never
+        # by its bytes: no part of it would be taken.
+        kept = None if folder.is_url and expected is not None else parts
+        database = _index_database(index, str(index), opener, seen, kept, expected, False)
     except NotFoundError:  # from the reads: a parse raises no NotFoundError
         if folder.is_url or not _has_spec_files(folder):
             raise

@@ -230,7 +230,7 @@ def _read_cache(
         if location.is_oci:  # an OCI repository is a mirror of its own layout
             return read_oci(location, opener, request.label, seen)
         if request.kind == "mirror":
-            return read_mirror(location, opener, request.label, seen)
+            return read_mirror(location, opener, request.label, seen, parts)
         return read_cache(location, opener, request.label, seen, parts)
     except (ReadError, SourceFormatError, OSError) as exc:
         where = f" (stack {request.label} of tag {request.tag})" if request.kind == "cache" else ""
