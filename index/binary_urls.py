@@ -29,8 +29,11 @@ _INVALID_TAG_CHARACTER = re.compile(r"[^\w.-]")
 
 
 def public_base(url: str) -> str:
-    """`url` without a `user:password@` part: what an index may keep and the API show."""
+    """`url` without a `user:password@` part, nor an http(s) URL's query and fragment (a
+    token, a signature): what an index may keep and the API show."""
     scheme, sep, rest = url.partition("://")
+    if scheme.lower() in ("http", "https"):
+        rest = rest.split("#", 1)[0].split("?", 1)[0]
     host, slash, path = rest.partition("/")
     return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}" if sep else url
 

@@ -17,6 +17,7 @@ from cachegql.demo import MirrorConfig, MirrorSummary, write_mirror
 from cachegql.index import BuildReport, StrictModeError, build_index
 from cachegql.index.ingest import digest_memo
 from cachegql.index.ingest.listed_indexes import index_blob, is_index_file
+from cachegql.index.ingest.listings import mapped_url
 from cachegql.index.ingest.locations import Location
 from cachegql.server.cli import main
 from cachegql.server.fetch import HttpReader
@@ -220,19 +221,35 @@ def test_listed_urls_with_a_query_are_read_as_the_indexes_they_name(
         blobs = [(label, http.url_for(p) + signature) for label, p in mb.v3_listing_entries(out)]
         tokens = [(e["label"], http.url_for(e["url"]) + "?token=a/b") for e in files]
         plain = [(e["label"], http.url_for(e["url"])) for e in files]
+        root = [("root", http.url_for("mirror") + "?token=c")]  # a v3 mirror root
         built = {}
-        for name, entries in (("blobs", blobs), ("tokens", tokens), ("plain", plain)):
+        for name, entries in (("blobs", blobs), ("tokens", tokens), ("plain", plain), ("v3", root)):
             listing = mb.write_listing(tmp_path / f"{name}.json", {"develop": entries})
             built[name] = build_index([listing], tmp_path / name, reader=reader)
             assert built[name].tags == {"develop": summary.specs}
         queries = {e.query for e in http.requests("/", method="GET")}
-    assert queries == {"", signature[1:], "token=a/b"}
+    assert queries == {"", signature[1:], "token=a/b"}  # the root's token: not carried on
     assert _messages(built["tokens"]) == _messages(built["plain"])
     answers = {name: _answers(build) for name, build in built.items()}
     assert answers["tokens"] == answers["plain"]
-    assert "?" not in json.dumps(answers["tokens"]) + json.dumps(answers["blobs"])
     mirror = http.url_for("mirror/v3/manifests/spec/")
-    assert all(n["specFileUrl"].startswith(mirror) for n in answers["blobs"]["specs"]["nodes"])
+    for name in ("blobs", "tokens", "v3"):
+        assert "?" not in json.dumps(answers[name])
+        manifest = json.loads((tmp_path / name / "manifest.json").read_text())
+        assert "?" not in json.dumps(manifest), name  # sources and mirrors kept
+    for name in ("blobs", "v3"):
+        assert all(n["specFileUrl"].startswith(mirror) for n in answers[name]["specs"]["nodes"])
+
+
+def test_only_an_http_url_has_a_query_and_a_local_copy_has_none() -> None:
+    """An `s3://` key's `?` and `#` are part of it; `--map-url` to a local folder drops an
+    http(s) URL's query (a signature is for the network's copy), to another URL keeps it."""
+    key = Location("s3://bucket/k#1/index.json")
+    assert key.name == "index.json" and key.without_query == key.text
+    assert key.join("x").text == "s3://bucket/k#1/index.json/x"
+    signed = "https://h/m/build_cache/index.json?X-Amz-Signature=1"
+    assert mapped_url(signed, (("https://h/", "/copy/"),)) == "/copy/m/build_cache/index.json"
+    assert mapped_url(signed, (("https://h/", "http://mirror/"),)).endswith("?X-Amz-Signature=1")
 
 
 def test_a_blob_or_manifest_given_alone_is_one_build_cache(

@@ -141,8 +141,9 @@ def _index_database(
     the build knows the index by, else read (parsed while it is checked against the sha256
     `expected`, where one is given; inflated when gzipped, a blob) and kept as a part."""
     known = None if expected is None else expected.lower()  # as the build knows digests
+    inflated = inflate and expected is not None
     if parts is not None:
-        database = parts.load(location, source, seen, opener, known)
+        database = parts.load(location, source, seen, opener, known, inflated=inflated)
         if database is not None:
             return database
     entries: list[PartEntry] | None = [] if parts is not None else None
@@ -150,16 +151,12 @@ def _index_database(
         database = _database(opener.read(location), source, seen, part=entries)
         sha256 = opener.body_digest(location.text)
     else:
-        verifying = (
-            verifying_blob(location, expected, opener)
-            if inflate
-            else opener.verifying(location, expected)
-        )
-        with verifying as (data, check):
+        verify = verifying_blob(location, expected, opener) if inflate else None
+        with verify or opener.verifying(location, expected) as (data, check):
             database = _database(data, source, seen, check, entries)
         sha256 = known
     if parts is not None and entries is not None:
-        parts.keep(sha256, database, entries, keyed=seen is not None)
+        parts.keep(sha256, database, entries, keyed=seen is not None, inflated=inflated)
     return database
 
 
@@ -228,7 +225,7 @@ def _read_v3(root: Location, opener: Opener, label: str, seen: SeenNodes | None)
         with verifying_blob(blob, checksum, opener) as (index_data, check):
             database = _database(index_data, str(index.join(MANIFEST)), seen, check)
         data = CacheData(
-            str(root), database, {label: binaries(database)}, base=str(root), layout="v3"
+            str(root), database, {label: binaries(database)}, base=root.without_query, layout="v3"
         )
         if sizes is not None:
             sizes.read_views_here(lambda view: view_outcome(view, opener))

@@ -211,9 +211,10 @@ class CacheParts:
         self.names: set[str] = set()  # the parts this tag took or wrote
         self.taken: list[str] = []  # the locations taken from parts (tests, benchmarks)
 
-    def name(self, sha256: str) -> str:
-        """The file name of the part of an index whose bytes have this sha256."""
-        return f"{self.code[:16]}-{sha256}{_SUFFIX}"
+    def name(self, sha256: str, inflated: bool = False) -> str:
+        """The file name of the part of an index whose bytes have this sha256 (`inflated`:
+        read as a blob is, inflated when gzipped; the same bytes read as a file are not)."""
+        return f"{self.code[:16]}-{sha256}{'-inflated' if inflated else ''}{_SUFFIX}"
 
     def load(
         self,
@@ -222,6 +223,8 @@ class CacheParts:
         seen: SeenNodes | None,
         opener: Opener,
         expected: str | None = None,
+        *,
+        inflated: bool = False,
     ) -> Database | None:
         """The database of the index at `location` from its part, if there is one that
         gives it; the opener is told its digest, as if it had read it. `expected`: the
@@ -229,7 +232,7 @@ class CacheParts:
         sha256 = self.known.get(location.text)
         if sha256 is None or (expected is not None and sha256 != expected):
             return None
-        name = self.name(sha256)
+        name = self.name(sha256, inflated)
         try:
             data = (self.folder / name).read_bytes()
         except OSError:
@@ -249,6 +252,7 @@ class CacheParts:
         entries: Iterable[PartEntry],
         *,
         keyed: bool,
+        inflated: bool = False,
     ) -> None:
         """Write the part of an index just read (with a tag's `SeenNodes` if `keyed`),
         whose bytes had the sha256 `sha256` (None: not known, not kept). One there
@@ -257,7 +261,7 @@ class CacheParts:
         folder not ours to write) is left out: a part only saves time."""
         if sha256 is None:
             return
-        name = self.name(sha256)
+        name = self.name(sha256, inflated)
         messages = [problem.message for problem in database.problems]
         try:
             self.folder.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ import orjson
 
 from cachegql.index.ingest.dag_nodes import SourceFormatError
 from cachegql.index.ingest.limits import JSON_MAX_DEPTH, SourceLimits, flag_of
-from cachegql.index.ingest.locations import Location, ReadError, UrlMap
+from cachegql.index.ingest.locations import Location, ReadError, UrlMap, without_query
 from cachegql.index.records import Problem
 
 __all__ = ["ListingEntry", "is_listing", "json_document", "json_error", "read_listing"]
@@ -40,10 +40,14 @@ def is_listing(document: object) -> bool:
 
 
 def mapped_url(url: str, url_map: UrlMap) -> str:
-    """`url` with the first prefix of `url_map` it starts with replaced."""
+    """`url` with the first prefix of `url_map` it starts with replaced; mapped to a local
+    path, without its query (a signature or token is for the network's copy)."""
     for prefix, replacement in url_map:
         if url.startswith(prefix):
-            return replacement + url[len(prefix) :]
+            rest = url[len(prefix) :]
+            if without_query(url) != url and not Location(replacement + rest).is_url:
+                rest = rest.split("#", 1)[0].split("?", 1)[0]
+            return replacement + rest
     return url
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "Reader",
     "UrlMap",
     "check_sha256",
+    "without_query",
 ]
 
 # Every kind of location read through the caller's `Reader`, never from the local disk:
@@ -116,11 +117,9 @@ class Location:
 
     @property
     def without_query(self) -> str:
-        """The text, but for a URL's query and fragment (`?X-Amz-Signature=...`, a
-        presigned URL's, or `?token=...`)."""
-        if not self.is_url:
-            return self.text
-        return self.text.split("#", 1)[0].split("?", 1)[0]
+        """The text, but for an http(s) URL's query and fragment (`?X-Amz-Signature=...`,
+        a presigned URL's, or `?token=...`); an `s3://` key's `?` and `#` are its own."""
+        return without_query(self.text)
 
     def join(self, *parts: str) -> Location:
         """A location below this one (this one taken as a folder). A URL's query is not
@@ -165,6 +164,13 @@ def _urljoin(base: str, reference: str) -> str:
     if scheme in ("http", "https"):
         return urljoin(base, reference)
     return scheme + "://" + urljoin("http://" + rest, reference).removeprefix("http://")
+
+
+def without_query(url: str) -> str:
+    """`url` without its query and fragment, if it is an http(s) URL; else as it is."""
+    if scheme_of(url) not in ("http", "https"):
+        return url
+    return url.split("#", 1)[0].split("?", 1)[0]
 
 
 def scheme_of(reference: str) -> str | None:
