@@ -21,6 +21,8 @@ import pytest
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import BuildError, IndexStore, StrictModeError, build_index
 from cachegql.index.ingest import SourceError
+from cachegql.index.ingest.locations import Opener
+from cachegql.index.ingest.recognise import HEAD_ONLY_FROM, plan_sources
 from cachegql.index.ingest.spackdb import read_database
 from cachegql.index.spack.hashes import is_hash
 from cachegql.schema import Context, build_schema
@@ -99,6 +101,38 @@ def test_a_lone_index_needs_a_tag(tmp_path: Path) -> None:
     source = write(tmp_path / "index.json", SMALL)
     with pytest.raises(SourceError, match="--tag TAG"):
         build_index([source], tmp_path / "ix")
+
+
+def test_a_large_index_is_told_by_its_head_and_read_a_record_at_a_time(tmp_path: Path) -> None:
+    """From `HEAD_ONLY_FROM` bytes, an index given alone (a file or a URL) is told by its
+    `{"database":` head, not parsed whole to tell what it is (ten times its size in
+    memory), and read by the ingest a record at a time: the same answers as the small one.
+    A large file that only starts like an index is still a problem naming it."""
+    padded = SMALL + b" " * HEAD_ONLY_FROM  # the same index, large
+    large, small = write(tmp_path / "large.json", padded), write(tmp_path / "small.json", SMALL)
+    with MirrorHTTPServer(tmp_path) as http, HttpReader(None) as reader:
+        url = http.url_for("large.json")
+        sources: list[str | Path] = [large, url, small]
+        plan = plan_sources(sources, opener=Opener(reader), tag="t")
+        assert [(r.kind, r.data is None) for r in plan.caches] == [
+            ("index", True),  # read by the ingest
+            ("index", False),  # its body, downloaded once
+            ("index", False),  # parsed whole to tell it: small
+        ]
+        built = [
+            build_index([source], tmp_path / f"ix{n}", tag="t", reader=reader)
+            for n, source in enumerate(sources)
+        ]
+    answers = []
+    for report in built:
+        with serving(report.folder) as gql:
+            answers.append(gql.data("{ specs { nodes { hash name dependencies { name } } } }"))
+    assert answers[0] == answers[1] == answers[2] and answers[0]["specs"]["nodes"]
+    damaged = SMALL.replace(b"}}", b"}", 1) + b" " * HEAD_ONLY_FROM
+    broken = write(tmp_path / "broken.json", damaged)
+    report = build_index([broken, small], tmp_path / "ixb", tag="t")
+    [problem] = [p for p in report.problems if p.path == str(broken)]
+    assert "skipped" in problem.message and report.specs == 2
 
 
 def test_pages_and_a_mirror_in_one_build(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ tried as a mirror root. A lone build cache takes its tag and stack from the call
 
 from __future__ import annotations
 
+import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from cachegql.index.records import Problem
 
 __all__ = [
     "DEFAULT_STACK",
+    "HEAD_ONLY_FROM",
     "UTF8_BOM",
     "CacheRequest",
     "Plan",
@@ -37,6 +39,11 @@ __all__ = [
 # The stack of a lone build cache, as cache.spack.io labels its top-level mirror.
 DEFAULT_STACK = "root"
 UTF8_BOM = b"\xef\xbb\xbf"
+# An index from this size on is told by its head (`{"database":`, as Spack writes it) and
+# read by the ingest a record at a time: parsed whole to tell what it is, an index took
+# some ten times its size in memory (900 MB for 90 MB; 1M specs are 1.8 GB of index).
+HEAD_ONLY_FROM = 1 << 20
+_INDEX_HEAD = re.compile(rb'\s*\{\s*"database"\s*:')
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +147,8 @@ def _plan_file(location: Location, plan: Plan, opener: Opener, tag: str | None, 
         head = read_head(path, 64).lstrip()
         if head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
             plan.caches.append(_lone(location, "spec-file", tag, stack))
+        elif _is_large_index(head, path.stat().st_size):
+            plan.caches.append(_lone(location, "index", tag, stack))
         elif head.startswith((b"{", b"[")):  # JSON: what it is takes reading it whole
             _plan_json(location, read_regular(path), plan, opener, tag, stack)
         else:
@@ -159,7 +168,9 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
         plan.problems.append(Problem(str(location), without_location(str(location), str(exc))))
         return
     head = data[:64].removeprefix(UTF8_BOM).lstrip()
-    if head.startswith((b"{", b"[")):
+    if _is_large_index(head, len(data)):
+        plan.caches.append(_lone(location, "index", tag, stack, data))
+    elif head.startswith((b"{", b"[")):
         _plan_json(location, data, plan, opener, tag, stack)
     elif head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
         plan.caches.append(_lone(location, "spec-file", tag, stack, data))
@@ -167,6 +178,12 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
         plan.candidates.append(Candidate(Path(location.text), expected=True, data=data))
     else:  # an HTML folder listing, or anything else: try it as a mirror root
         plan.caches.append(_lone(location, "mirror", tag, stack))
+
+
+def _is_large_index(head: bytes, size: int) -> bool:
+    """Whether a file or body of `size` bytes starting with `head` is an index to read a
+    record at a time, not parsed whole to tell what it is (`HEAD_ONLY_FROM`)."""
+    return size >= HEAD_ONLY_FROM and _INDEX_HEAD.match(head) is not None
 
 
 def _plan_json(
