@@ -128,11 +128,19 @@ def test_a_large_index_is_told_by_its_head_and_read_a_record_at_a_time(tmp_path:
         with serving(report.folder) as gql:
             answers.append(gql.data("{ specs { nodes { hash name dependencies { name } } } }"))
     assert answers[0] == answers[1] == answers[2] and answers[0]["specs"]["nodes"]
-    damaged = SMALL.replace(b"}}", b"}", 1) + b" " * HEAD_ONLY_FROM
-    broken = write(tmp_path / "broken.json", damaged)
-    report = build_index([broken, small], tmp_path / "ixb", tag="t")
-    [problem] = [p for p in report.problems if p.path == str(broken)]
-    assert "skipped" in problem.message and report.specs == 2
+    damaged = {
+        "a record": SMALL.replace(b"}}", b"}", 1) + b" " * HEAD_ONLY_FROM,
+        "after the document": padded + b"garbage",
+        "between its keys": SMALL.replace(b"{", b"{\x0c", 1) + b" " * HEAD_ONLY_FROM,
+    }
+    for n, (where, data) in enumerate(damaged.items()):
+        broken = write(tmp_path / f"broken{n}.json", data)
+        report = build_index([broken, small], tmp_path / f"ixb{n}", tag="t")
+        [problem] = [p for p in report.problems if p.path == str(broken)]
+        assert problem.message.startswith("skipped: not valid JSON ("), where
+        assert report.specs == 2  # the rest still loads
+        with pytest.raises(StrictModeError, match="not valid JSON"):
+            build_index([broken, small], tmp_path / f"strict{n}", tag="t", strict=True)
 
 
 def test_pages_and_a_mirror_in_one_build(tmp_path: Path) -> None:

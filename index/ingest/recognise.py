@@ -8,6 +8,7 @@ tried as a mirror root. A lone build cache takes its tag and stack from the call
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 from collections.abc import Sequence
@@ -42,8 +43,10 @@ UTF8_BOM = b"\xef\xbb\xbf"
 # An index from this size on is told by its head (`{"database":`, as Spack writes it) and
 # read by the ingest a record at a time: parsed whole to tell what it is, an index took
 # some ten times its size in memory (900 MB for 90 MB; 1M specs are 1.8 GB of index).
+# Smaller JSON is still parsed whole, which costs little and tells a broken file by the
+# position of its error in the whole document.
 HEAD_ONLY_FROM = 1 << 20
-_INDEX_HEAD = re.compile(rb'\s*\{\s*"database"\s*:')
+_INDEX_HEAD = re.compile(rb'\{\s*"database"\s*:')  # on a head stripped of its spaces
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,18 +92,18 @@ def _plan_path(location: Location, plan: Plan, opener: Opener, tag: str | None, 
     pages; anything else (missing: SourceError; a pipe, a device, unreadable: a problem)
     as `iter_candidates` tells it."""
     path = location.path
-    mode = _mode(path)
-    if mode is not None and stat.S_ISDIR(mode) and _is_mirror_folder(path):
+    status = _status(path)
+    if status is not None and stat.S_ISDIR(status.st_mode) and _is_mirror_folder(path):
         plan.caches.append(_lone(location, "mirror", tag, stack))
-    elif mode is not None and stat.S_ISREG(mode):
-        _plan_file(location, plan, opener, tag, stack)
+    elif status is not None and stat.S_ISREG(status.st_mode):
+        _plan_file(location, status.st_size, plan, opener, tag, stack)
     else:
         plan.candidates.extend(iter_candidates([path], plan.problems))
 
 
-def _mode(path: Path) -> int | None:
+def _status(path: Path) -> os.stat_result | None:
     try:
-        return path.stat().st_mode
+        return path.stat()
     except OSError:
         return None
 
@@ -138,7 +141,9 @@ def _is_mirror_folder(folder: Path) -> bool:
         return False
 
 
-def _plan_file(location: Location, plan: Plan, opener: Opener, tag: str | None, stack: str) -> None:
+def _plan_file(
+    location: Location, size: int, plan: Plan, opener: Opener, tag: str | None, stack: str
+) -> None:
     path = location.path
     if path.name.endswith(SPEC_FILE_SUFFIXES):
         plan.caches.append(_lone(location, "spec-file", tag, stack))
@@ -147,7 +152,7 @@ def _plan_file(location: Location, plan: Plan, opener: Opener, tag: str | None, 
         head = read_head(path, 64).lstrip()
         if head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
             plan.caches.append(_lone(location, "spec-file", tag, stack))
-        elif _is_large_index(head, path.stat().st_size):
+        elif _is_large_index(head, size):
             plan.caches.append(_lone(location, "index", tag, stack))
         elif head.startswith((b"{", b"[")):  # JSON: what it is takes reading it whole
             _plan_json(location, read_regular(path), plan, opener, tag, stack)

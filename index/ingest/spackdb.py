@@ -201,6 +201,7 @@ def _records(
     version = _VERSION.search(data[: installs.start()]) or _VERSION.search(after)
     if version is None:
         return _whole_document(data, source, lazy, check)
+    _check_frame(data, installs.end(), last_end)
     exact = scan == "exact"
     binaries = None if exact or not lazy else compact_binaries(data, installs.end(), last, last_end)
     if binaries is not None:  # only the binaries: what a lazy read is for
@@ -240,6 +241,17 @@ def _records(
             yield digest, bool(record.get("in_buildcache")) if lazy else record, key
 
     return _db_version(version.group(1).decode()), records()
+
+
+def _check_frame(data: Blob, begin: int, end: int) -> None:
+    """SourceFormatError unless the bytes around the records (`data` but `begin:end`) are
+    JSON, as a whole parse would find: nothing after the document, no character JSON
+    does not allow between its keys. A few bytes, parsed with `{}` for the records."""
+    try:
+        orjson.loads(data[:begin] + data[end:])
+    except orjson.JSONDecodeError as exc:
+        at = exc.pos if exc.pos < begin else exc.pos + end - begin
+        raise SourceFormatError(f"not valid JSON ({exc.msg} at character {at})") from None
 
 
 def _whole_document(
