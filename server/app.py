@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from cachegql.index import IndexStore
 from cachegql.schema import export_sdl
 from cachegql.server import playground
 from cachegql.server.access_log import AccessLog, configure_logger
@@ -47,9 +48,10 @@ __all__ = ["Settings", "app_from_env", "create_app"]
 logger = logging.getLogger("cachegql.server")
 
 
-def create_app(settings: Settings) -> Starlette:
-    """The application for `settings`; the index is opened here, before the first request."""
-    holder = IndexHolder(settings.index, settings.default_tag)
+def create_app(settings: Settings, store: IndexStore | None = None) -> Starlette:
+    """The application for `settings`; the index is opened here, before the first request,
+    unless `store` is that index opened already."""
+    holder = IndexHolder(settings.index, settings.default_tag, store)
     metrics = Metrics(holder)
     holder.on_reload = metrics.reloaded
     endpoint = GraphQLEndpoint(holder, settings)

@@ -28,10 +28,15 @@ of memory or of file descriptors), or at once if its manifest changes."""
 class IndexHolder:
     """The current `IndexStore`; each request takes it once and keeps it to the end."""
 
-    def __init__(self, path: Path, default_tag: str | None = None) -> None:
+    def __init__(
+        self, path: Path, default_tag: str | None = None, store: IndexStore | None = None
+    ) -> None:
+        """`store`: the build at `path` if the caller opened it already (`cachegql serve`
+        does, to refuse a damaged one before it starts): it is served rather than opened
+        and verified a second time."""
         self.path = path
         self.default_tag = default_tag
-        self.store = _load(path, default_tag)
+        self.store = _load(path, default_tag) if store is None else _prepared(store)
         self.on_reload: Callable[[bool], None] = _ignore
         """Told whether each attempt to load a newly published build succeeded."""
         self._refused: tuple[Path, float] | None = None
@@ -126,9 +131,12 @@ def _ignore(ok: bool) -> None:
 
 
 def _load(path: Path, default_tag: str | None) -> IndexStore:
-    """The build at `path`, its size bounds computed here, off the event loop: the first
+    return _prepared(IndexStore(path, default_tag))
+
+
+def _prepared(store: IndexStore) -> IndexStore:
+    """`store` with its size bounds computed here, off the event loop: the first
     operation priced to run inline would compute them there (tens of ms at 1M specs)."""
-    store = IndexStore(path, default_tag)
     size_bounds(store)
     return store
 

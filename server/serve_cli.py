@@ -8,9 +8,12 @@ import os
 import sys
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachegql.server.cli_flags import add_s3_endpoint
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
 
 __all__ = ["add_serve_command"]
 
@@ -167,7 +170,7 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         index = Path(args.index)
     try:
-        IndexStore(index, args.default_tag).close()  # fail here, clearly, not in a worker
+        store = IndexStore(index, args.default_tag)  # fail here, clearly, not in a worker
     except IndexLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -200,9 +203,20 @@ def _serve(args: argparse.Namespace) -> int:
     if puller is not None and args.reload_interval > 0:
         puller.start(args.reload_interval)
     with multiprocess_folder(args.workers):
+        if args.workers == 1:
+            # One worker runs in this process: it serves the store just opened, which
+            # workers in processes of their own would each open again.
+            from cachegql.server.access_log import configure_logger
+            from cachegql.server.app import create_app
+
+            configure_logger(settings.log_format)
+            served: ASGIApp | str = create_app(settings, store)
+        else:
+            store.close()
+            served = "cachegql.server.app:app_from_env"
         uvicorn.run(
-            "cachegql.server.app:app_from_env",
-            factory=True,
+            served,
+            factory=args.workers > 1,
             host=args.host,
             port=args.port,
             workers=args.workers,

@@ -436,6 +436,27 @@ def test_multiprocess_folder_is_made_and_removed() -> None:
     assert not folder.exists() and os.environ.get(MULTIPROC_ENV) == before
 
 
+def test_one_worker_serves_the_build_its_command_opened(pages_ix: Path, tmp_path: Path) -> None:
+    """`cachegql serve` opens the build to refuse a damaged one before it starts; its one
+    worker, in the same process, serves that store rather than verify and load it again."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [CLI, "serve", "--index", str(pages_ix), "--port", str(port)]
+    command += ["--reload-interval", "0"]
+    log = tmp_path / "serve.log"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        _wait_for(lambda: _answers(url, process, log), seconds=30)
+        assert _post(url) == 200
+        assert _value(_scrape_at(url), "cachegql_requests_total", operation="Ping") == 1
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+    opened = re.findall(r"index build \S+: verified in [\d.]+ s, loaded in", log.read_text())
+    assert len(opened) == 1, log.read_text()
+
+
 def test_two_workers_report_the_sum(pages_ix: Path, tmp_path: Path) -> None:
     """`cachegql serve --workers 2`: whichever worker answers, /metrics counts all requests."""
     port = _free_port()
@@ -495,6 +516,8 @@ def test_two_workers_report_the_sum(pages_ix: Path, tmp_path: Path) -> None:
     assert not folders[0].exists(), "the metrics folder outlived the server"
     lines = [json.loads(line) for line in log.read_text().splitlines() if '"request_id"' in line]
     assert sum(line["path"] == "/graphql" for line in lines) == sent
+    # The command checks the build, then each worker process opens it for itself.
+    assert log.read_text().count(": verified in ") == 3
 
 
 def _answers(url: str, process: subprocess.Popen[bytes], log: Path) -> bool:

@@ -55,7 +55,7 @@ class IndexStore:
         self.default_tag = default_tag or (
             PREFERRED_DEFAULT_TAG if PREFERRED_DEFAULT_TAG in self.snapshots else self.tags[0]
         )
-        logger.debug(
+        logger.info(
             "index build %s: verified in %.2f s, loaded in %.2f s",
             self.build_id,
             verified - started,
