@@ -143,6 +143,35 @@ def test_a_large_index_is_told_by_its_head_and_read_a_record_at_a_time(tmp_path:
             build_index([broken, small], tmp_path / f"strict{n}", tag="t", strict=True)
 
 
+def test_json_sources_saved_with_a_byte_order_mark_read_as_without(tmp_path: Path) -> None:
+    """A listing, an index (small, or large and then parsed whole) or a spec file that an
+    editor saved with a UTF-8 byte order mark: read as the same JSON without it, a file or
+    a URL (a local file was tried as a page: "no front matter")."""
+    bom = b"\xef\xbb\xbf"
+    write(tmp_path / "root" / "index.json", SMALL)
+    listing = write(
+        tmp_path / "listing.json",
+        bom + json.dumps({"develop": [{"label": "root", "url": "root/index.json"}]}).encode(),
+    )
+    small = write(tmp_path / "small.json", bom + SMALL)
+    large = write(tmp_path / "large.json", bom + SMALL + b" " * HEAD_ONLY_FROM)
+    with MirrorHTTPServer(tmp_path) as http, HttpReader(None) as reader:
+        sources: list[str | Path] = [small, http.url_for("small.json"), large, listing]
+        sources.append(http.url_for("listing.json"))
+        answers = []
+        for n, source in enumerate(sources):
+            report = build_index([source], tmp_path / f"ix{n}", tag="develop", reader=reader)
+            assert report.specs == 2 and not report.problems, (source, report.problems)
+            with serving(report.folder) as gql:
+                answers.append(gql.data("{ specs { nodes { hash name stacks } } }"))
+    assert all(answer == answers[0] for answer in answers), answers
+    zlib = json.loads(SMALL)["database"]["installs"][digest("zlib")]["spec"]
+    spec = {"spec": {"_meta": {"version": 5}, "nodes": [zlib]}}
+    spec_file = write(tmp_path / "zlib.json", bom + json.dumps(spec).encode())
+    report = build_index([spec_file], tmp_path / "ix-spec", tag="develop")
+    assert report.specs == 1 and all(p.path != str(spec_file) for p in report.problems)
+
+
 def test_pages_and_a_mirror_in_one_build(tmp_path: Path) -> None:
     """A page folder and a v3 mirror, recognised by content, each in its tag."""
     mb.write_v3_mirror(SMALL, tmp_path / "mirror")

@@ -149,10 +149,11 @@ def _plan_file(
         plan.caches.append(_lone(location, "spec-file", tag, stack))
         return
     try:
-        head = read_head(path, 64).lstrip()
+        start = read_head(path, 64)
+        head = start.removeprefix(UTF8_BOM).lstrip()
         if head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
             plan.caches.append(_lone(location, "spec-file", tag, stack))
-        elif _is_large_index(head, size):
+        elif _is_large_index(start, size):
             plan.caches.append(_lone(location, "index", tag, stack))
         elif head.startswith((b"{", b"[")):  # JSON: what it is takes reading it whole
             _plan_json(location, read_regular(path), plan, opener, tag, stack)
@@ -173,7 +174,7 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
         plan.problems.append(Problem(str(location), without_location(str(location), str(exc))))
         return
     head = data[:64].removeprefix(UTF8_BOM).lstrip()
-    if _is_large_index(head, len(data)):
+    if _is_large_index(data[:64], len(data)):
         plan.caches.append(_lone(location, "index", tag, stack, data))
     elif head.startswith((b"{", b"[")):
         _plan_json(location, data, plan, opener, tag, stack)
@@ -185,15 +186,19 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
         plan.caches.append(_lone(location, "mirror", tag, stack))
 
 
-def _is_large_index(head: bytes, size: int) -> bool:
-    """Whether a file or body of `size` bytes starting with `head` is an index to read a
-    record at a time, not parsed whole to tell what it is (`HEAD_ONLY_FROM`)."""
-    return size >= HEAD_ONLY_FROM and _INDEX_HEAD.match(head) is not None
+def _is_large_index(start: bytes, size: int) -> bool:
+    """Whether a file or body of `size` bytes starting with `start` is an index to read a
+    record at a time, not parsed whole to tell what it is (`HEAD_ONLY_FROM`). Not with a
+    byte order mark, which only the whole parse takes off (`_plan_json`)."""
+    return size >= HEAD_ONLY_FROM and _INDEX_HEAD.match(start.lstrip()) is not None
 
 
 def _plan_json(
     location: Location, data: bytes, plan: Plan, opener: Opener, tag: str | None, stack: str
 ) -> None:
+    # JSON has no byte order mark, but editors on Windows write one (RFC 8259 lets a parser
+    # ignore it): the readers after this one get the document without it.
+    data = data.removeprefix(UTF8_BOM)
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
