@@ -33,7 +33,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cachegql.server.request_info import RequestInfo, request_info
 
-__all__ = ["HEADER", "AccessLog", "Observer", "configure_logger", "internal_error"]
+__all__ = [
+    "HEADER",
+    "LOG_FORMAT",
+    "AccessLog",
+    "Observer",
+    "configure_logger",
+    "internal_error",
+]
+
+LOG_FORMAT = "%(levelname)s: %(message)s"
+"""The server's log lines (access lines in text, and the rest), as uvicorn writes its own."""
 
 logger = logging.getLogger("cachegql.access")
 
@@ -136,9 +146,7 @@ def configure_logger(log_format: Literal["text", "json"], stream: TextIO | None 
     for old in [h for h in logger.handlers if getattr(h, "_cachegql_access", False)]:
         logger.removeHandler(old)
     handler = logging.StreamHandler(sys.stderr if stream is None else stream)
-    handler.setFormatter(
-        logging.Formatter("%(message)s" if log_format == "json" else "%(levelname)s: %(message)s")
-    )
+    handler.setFormatter(logging.Formatter("%(message)s" if log_format == "json" else LOG_FORMAT))
     handler._cachegql_access = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

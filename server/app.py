@@ -29,7 +29,7 @@ from starlette.types import ASGIApp
 from cachegql.index import IndexStore
 from cachegql.schema import export_sdl
 from cachegql.server import playground
-from cachegql.server.access_log import AccessLog, configure_logger
+from cachegql.server.access_log import LOG_FORMAT, AccessLog, configure_logger
 from cachegql.server.admission import Admission
 from cachegql.server.body import BodyLimit
 from cachegql.server.compression import Compression
@@ -169,7 +169,7 @@ async def _watch(holder: IndexHolder, interval: float) -> None:
 
 def app_from_env() -> Starlette:
     """Factory for uvicorn workers: settings come from CACHEGQL_* variables."""
-    logging.basicConfig(level=logging.INFO)
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     settings = Settings.from_env()
     configure_logger(settings.log_format)
     return create_app(settings)

@@ -149,10 +149,11 @@ def _serve(args: argparse.Namespace) -> int:
 
     from cachegql.index import IndexLoadError, IndexStore
     from cachegql.schema import DEFAULT_MAX_FIRST
+    from cachegql.server.access_log import LOG_FORMAT, configure_logger
     from cachegql.server.protocol import protocol
     from cachegql.server.settings import Settings
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     puller = None
     if args.index is None:
         from cachegql.server.default_data import default_index
@@ -203,16 +204,16 @@ def _serve(args: argparse.Namespace) -> int:
     if puller is not None and args.reload_interval > 0:
         puller.start(args.reload_interval)
     with multiprocess_folder(args.workers):
-        if args.workers == 1:
+        if args.workers <= 1:  # as uvicorn counts them
             # One worker runs in this process: it serves the store just opened, which
             # workers in processes of their own would each open again.
-            from cachegql.server.access_log import configure_logger
             from cachegql.server.app import create_app
 
             configure_logger(settings.log_format)
             served: ASGIApp | str = create_app(settings, store)
         else:
             store.close()
+            del store  # the workers load their own: this process must not hold it too
             served = "cachegql.server.app:app_from_env"
         uvicorn.run(
             served,

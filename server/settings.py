@@ -62,9 +62,12 @@ class Settings:
         env = {}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if value is None:
-                continue
-            text = ",".join(value) if isinstance(value, tuple) else str(value)
+            if value is None:  # set empty: one already in the environment must not count
+                text = ""
+            elif isinstance(value, tuple):
+                text = ",".join(value)
+            else:
+                text = str(value)
             env[ENV_PREFIX + field.name.upper()] = text
         return env
 

@@ -360,6 +360,21 @@ def test_a_damaged_build_is_refused_naming_the_file(
     assert "\n" not in message
 
 
+def test_of_several_damaged_files_the_first_the_manifest_lists_is_named(
+    pages_build: Path, tmp_path: Path
+) -> None:
+    """Files are hashed side by side; the refusal still names the first damaged file in
+    the manifest's order, whichever thread finds its own damage first."""
+    build = _copy(pages_build, tmp_path)
+    names = list(_manifest(build)["files"])
+    first, last = names[1], names[-1]
+    for name in (first, last):
+        _flip_last_byte(name)(build)
+    for _ in range(5):
+        message = _refusal(build)
+        assert first in message and "does not match its sha256" in message, message
+
+
 @pytest.mark.parametrize("kind", list(DAG_DAMAGES))
 def test_a_damaged_dag_is_refused_naming_the_file(
     kind: str, dag_build: Path, tmp_path: Path

@@ -57,6 +57,17 @@ def test_every_field_survives_the_environment(
     assert Settings.from_env() == settings
 
 
+def test_settings_left_unset_override_the_environment(
+    pages_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `CACHEGQL_DEFAULT_TAG` already in the environment (a shell's, a container's) does
+    not reach the workers of a `cachegql serve` given no `--default-tag`."""
+    monkeypatch.setenv(ENV_PREFIX + "DEFAULT_TAG", "v0.22.0")
+    for name, value in Settings(index=pages_index).to_env().items():
+        monkeypatch.setenv(name, value)
+    assert Settings.from_env() == Settings(index=pages_index)
+
+
 def test_a_worker_serves_as_the_environment_says(
     pages_index: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
