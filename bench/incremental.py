@@ -10,7 +10,9 @@ indexes, then times `cachegql index LISTING --out DIR`, each run a process of it
 - `nothing changed`: the same sources again, every tag reused;
 - `one stack changed`: one binary taken out of one stack of one tag, that tag read again.
 
-With `--roots`, the listing names each stack's v2 mirror root instead of its index file.
+With `--roots`, the listing names each stack's v2 mirror root instead of its index file;
+with `--roots v3`, a layout v3 mirror per stack (its index as the blob its manifest
+names, and the spec manifests of its binaries, linked from the tag's v3 mirror).
 Each is run `--repeat` times (median). `--before VENV` also times a full build with
 another install (e.g. the main checkout's, to compare peak memory before the build went
 tag by tag). Work files are kept in bench/work/ by `--specs`.
@@ -22,6 +24,7 @@ import argparse
 import hashlib
 import json
 import multiprocessing
+import os
 import re
 import shutil
 import statistics
@@ -55,7 +58,8 @@ def sources(specs: int) -> Path:
             specs=specs, packages=max(50, specs // 50), stacks=9, seed=seed, tag=tag
         )
         summary = write_mirror(config, folder / tag)
-        shutil.rmtree(summary.mirror)  # the v3 mirror: the listing names the v2 indexes
+        # The v3 mirror: the listing names the v2 indexes, and v3 stacks link its manifests.
+        summary.mirror.rename(folder / tag / "v3-mirror")
         entries = json.loads(summary.listing.read_text())[tag]
         listing[tag] = [{"label": e["label"], "url": f"{tag}/{e['url']}"} for e in entries]
     (folder / "listing.json").write_text(json.dumps(listing, indent=1))
@@ -86,6 +90,52 @@ def roots_listing(listing: Path) -> Path:
     return path
 
 
+def v3_listing(listing: Path) -> Path:
+    """The listing with a layout v3 mirror per stack in place of its v2 index, written once."""
+    path = listing.with_name("listing-v3.json")
+    if path.is_file():
+        return path
+    entries = json.loads(listing.read_text())
+    roots = {}
+    for tag, listed in entries.items():
+        specs = listing.parent / tag / "v3-mirror" / "v3" / "manifests" / "spec"
+        manifests = {
+            p.name[-len(_MANIFEST_END) - 32 : -len(_MANIFEST_END)]: p
+            for p in specs.rglob("*" + _MANIFEST_END)
+        }
+        roots[tag] = []
+        for entry in listed:
+            index = listing.parent / entry["url"]
+            root = index.parent.parent / "v3"
+            write_v3_index(root, index.read_bytes())
+            installs = orjson.loads(index.read_bytes())["database"]["installs"]
+            for digest, record in installs.items():
+                if record["in_buildcache"]:
+                    known = manifests[digest]
+                    linked = root / "v3" / "manifests" / "spec" / known.parent.name / known.name
+                    linked.parent.mkdir(parents=True, exist_ok=True)
+                    os.link(known, linked)
+            roots[tag].append({**entry, "url": root.relative_to(listing.parent).as_posix()})
+    path.write_text(json.dumps(roots, indent=1))
+    return path
+
+
+_MANIFEST_END = ".spec.manifest.json"
+
+
+def write_v3_index(root: Path, data: bytes) -> None:
+    """`data` as the index blob of the v3 mirror at `root`, named by its manifest."""
+    checksum = hashlib.sha256(data).hexdigest()
+    blob = root / "blobs" / "sha256" / checksum[:2] / checksum
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    blob.write_bytes(data)
+    record = {"contentLength": len(data), "mediaType": "application/vnd.spack.db.v8+json"}
+    record |= {"compression": "none", "checksumAlgorithm": "sha256", "checksum": checksum}
+    manifest = root / "v3" / "manifests" / "index" / "index.manifest.json"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({"version": 3, "data": [record]}))
+
+
 def change_one_stack(folder: Path, round_: int) -> None:
     """Take one more binary out of the last stack of tag v0.22 (a new change each round)."""
     label = json.loads((folder / "listing.json").read_text())["v0.22"][-1]["label"]
@@ -97,6 +147,8 @@ def change_one_stack(folder: Path, round_: int) -> None:
     data = orjson.dumps(document)
     index.write_bytes(data)
     index.with_name("index.json.hash").write_text(hashlib.sha256(data).hexdigest())
+    if index.parent.parent.joinpath("v3").is_dir():
+        write_v3_index(index.parent.parent / "v3", data)
 
 
 def run(venv: Path, listing: Path, out: Path, *flags: str) -> tuple[float, int, str]:
@@ -124,14 +176,22 @@ def main() -> None:
     parser.add_argument("--specs", type=int, default=50_000, help="binaries per tag")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--before", type=Path, metavar="VENV", help="another install to compare")
-    parser.add_argument("--roots", action="store_true", help="list mirror roots, not indexes")
+    parser.add_argument(
+        "--roots",
+        nargs="?",
+        const="v2",
+        choices=["v2", "v3"],
+        help="list mirror roots of this layout (default v2), not index files",
+    )
     args = parser.parse_args()
     if not (WORK / f"incremental-{args.specs}" / "listing.json").is_file():
         in_child(sources, args.specs)
     folder = sources(args.specs)
     listing = folder / "listing.json"
-    if args.roots:
+    if args.roots == "v2":
         listing = roots_listing(listing)
+    elif args.roots == "v3":
+        listing = v3_listing(listing)
     out = WORK / f"incremental-{args.specs}-index"
     shutil.rmtree(out.with_name(out.name + ".builds"), ignore_errors=True)
     shutil.rmtree(out.with_name(out.name + ".parts"), ignore_errors=True)
@@ -152,7 +212,7 @@ def main() -> None:
         changed.append(run(venv, listing, out))
     rows.append(measure("one stack of one tag changed", changed))
     full = next(seconds for name, seconds, _, _ in rows if name == "full")
-    named = "mirror roots" if args.roots else "index files"
+    named = f"{args.roots} mirror roots" if args.roots else "index files"
     print(
         f"\n3 tags x 10 stacks ({named}), {args.specs} binaries per tag, median of {args.repeat}\n"
     )

@@ -26,6 +26,7 @@ from cachegql.index.ingest.dag_nodes import Database, SourceFormatError
 from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import PartEntry, read_database
 from cachegql.server.fetch import HttpReader
+from tests import mirror_builder as mb
 from tests.http_fixture import MirrorHTTPServer
 from tests.mirror_builder import write_listed_tags
 from tests.test_seen_nodes import CHANGES, HASHES, LAYOUTS, _index
@@ -321,6 +322,58 @@ def test_a_tag_of_v2_mirror_roots_takes_its_unchanged_indexes_from_parts(
     assert [p.message for p in last.problems] == [p.message for p in refused.problems]
     assert any("checksum mismatch" in p.message for p in last.problems)
     assert _tag_files(last.folder) == _tag_files(refused.folder)
+
+
+def _list_v3_mirrors(sources: Path, name: str) -> dict[Path, Path]:
+    """Each stack's index written again as a layout v3 mirror of its own, beside it, and
+    the listing naming these mirrors by their roots (`name` "root") or their index
+    manifests ("manifest"); returns each mirror's root by the index it was written from."""
+    listing = json.loads((sources / "listing.json").read_text())
+    mirrors = {}
+    for entries in listing.values():
+        for entry in entries:
+            index = sources / entry["url"]
+            root = mirrors[index] = index.parent.parent / "v3-mirror"
+            mirror = mb.write_v3_mirror(index, root)
+            named = root if name == "root" else mirror.index_manifest
+            entry["url"] = named.relative_to(sources).as_posix()
+    (sources / "listing.json").write_text(json.dumps(listing))
+    return mirrors
+
+
+@pytest.mark.parametrize("name", ["root", "manifest"])
+def test_a_tag_of_v3_mirrors_takes_its_unchanged_index_blobs_from_parts(
+    sources: Path, tmp_path: Path, reads: list[str], name: str
+) -> None:
+    """v3 mirrors listed by their roots or index manifests: a blob is known by the name
+    its manifest gives it (as the manifest stands for it when the tag is reused whole),
+    so the unchanged ones are taken from their parts without being read."""
+    mirrors = _list_v3_mirrors(sources, name)
+    out = tmp_path / "ix"
+    first = _build(sources, out)
+    assert {len(names) for names in _parts_named(first.folder).values()} == {4}
+    changed = next(p for p in _index_files(sources, "v0.22") if "root" not in p.parts)
+    _add_a_dependency_flag(changed)
+    new_blob = mb.write_v3_mirror(changed, mirrors[changed]).index_blob
+    reads.clear()
+    again = _build(sources, out)
+    assert again.reused == ["develop"] and again.parts_taken == 3
+    assert {r for r in reads if "/blobs/" in r and "spec" not in r} == {str(new_blob)}
+    full = _build(sources, tmp_path / "full", full=True)
+    assert full.parts_taken == 0
+    assert _tag_files(again.folder) == _tag_files(full.folder)
+    assert again.problems == full.problems
+    # A blob gone since is read, and missed as a full build misses it.
+    gone = [p for p in _index_files(sources, "v0.22") if "root" not in p.parts][1]
+    mb.write_v3_mirror(gone, mirrors[gone]).index_blob.unlink()
+    _add_a_dependency_flag(changed)
+    mb.write_v3_mirror(changed, mirrors[changed])
+    last = _build(sources, out)
+    assert last.parts_taken == 2
+    missed = _build(sources, tmp_path / "missed", full=True)
+    assert [p.message for p in last.problems] == [p.message for p in missed.problems]
+    assert any(str(mirrors[gone]) in p.path for p in last.problems), last.problems
+    assert _tag_files(last.folder) == _tag_files(missed.folder)
 
 
 def test_remote_v2_mirror_roots_with_a_hash_keep_no_part(sources: Path, tmp_path: Path) -> None:

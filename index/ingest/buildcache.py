@@ -38,13 +38,7 @@ from cachegql.index.ingest.listed_indexes import (
     manifest_root,
 )
 from cachegql.index.ingest.listings import json_document
-from cachegql.index.ingest.locations import (
-    Location,
-    NotFoundError,
-    Opener,
-    PendingCheck,
-    ReadError,
-)
+from cachegql.index.ingest.locations import Location, NotFoundError, Opener, PendingCheck, ReadError
 from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import (
     SUPPORTED_DB_VERSIONS,
@@ -120,11 +114,11 @@ def read_index_file(
     root = manifest_root(location)
     if root is None:
         blob = index_blob(location)
-    else:  # its blob is not known by the build's fingerprints: no part
+    else:  # its blob is known by the name the manifest gives it
         location, checksum = _manifest_blob(location, root, opener)
-        blob, parts = IndexBlob(root, checksum), None
-    expected = None if blob is None else blob.sha256
-    database = _index_database(location, str(location), opener, seen, parts, expected)
+        blob = IndexBlob(root, checksum)
+    expected, named = (None if blob is None else blob.sha256), root is not None
+    database = _index_database(location, str(location), opener, seen, parts, expected, named=named)
     return placed(cache_data(database, label), blob)
 
 
@@ -136,14 +130,16 @@ def _index_database(
     parts: CacheParts | None,
     expected: str | None = None,
     inflate: bool = True,
+    named: bool = False,
 ) -> Database:
     """The database of the index at `location`: from its part where `parts` has one that
     the build knows the index by, else read (parsed while it is checked against the sha256
-    `expected`, where one is given; inflated when gzipped, a blob) and kept as a part."""
+    `expected`, where one is given; inflated when gzipped, a blob) and kept as a part.
+    `named`: the index is a blob that the manifest the build read names by `expected`."""
     known = None if expected is None else expected.lower()  # as the build knows digests
     inflated = inflate and expected is not None
     if parts is not None:
-        database = parts.load(location, source, seen, opener, known, inflated=inflated)
+        database = parts.load(location, source, seen, opener, known, inflated=inflated, named=named)
         if database is not None:
             return database
     entries: list[PartEntry] | None = [] if parts is not None else None
@@ -192,10 +188,11 @@ def read_mirror(
     seen: SeenNodes | None = None,
     parts: CacheParts | None = None,
 ) -> CacheData:
-    """A mirror root: layout v3 when it has an index manifest, else layout v2 (whose
-    index, with `parts`, is taken as read where the build knows it)."""
+    """A mirror root: layout v3 when it has an index manifest, else layout v2; with
+    `parts`, its index is taken as read where the build knows it (a v3 blob by the name
+    its manifest gives it)."""
     try:
-        return _read_v3(location, opener, label, seen)
+        return _read_v3(location, opener, label, seen, parts)
     except NotFoundError:
         pass
     try:
@@ -207,7 +204,9 @@ def read_mirror(
         ) from None
 
 
-def _read_v3(root: Location, opener: Opener, label: str, seen: SeenNodes | None) -> CacheData:
+def _read_v3(
+    root: Location, opener: Opener, label: str, seen: SeenNodes | None, parts: CacheParts | None
+) -> CacheData:
     index = root.join(*V3_INDEX)
     blob, checksum = _manifest_blob(index.join(MANIFEST), root, opener)
     # Views and spec manifests are found by listing folders: local mirrors only. The
@@ -222,8 +221,8 @@ def _read_v3(root: Location, opener: Opener, label: str, seen: SeenNodes | None)
     )
     try:
         # Parsed while its checksum is verified beside: the database stands once it is.
-        with verifying_blob(blob, checksum, opener) as (index_data, check):
-            database = _database(index_data, str(index.join(MANIFEST)), seen, check)
+        source = str(index.join(MANIFEST))
+        database = _index_database(blob, source, opener, seen, parts, checksum, named=True)
         data = CacheData(
             str(root), database, {label: binaries(database)}, base=root.without_query, layout="v3"
         )
