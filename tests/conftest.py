@@ -76,7 +76,7 @@ def demo_snapshot(
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The local files the ingest and the fingerprints read whole or map from now on (the
     real readers, counted)."""
-    from cachegql.index.ingest import files, identity, locations
+    from cachegql.index.ingest import files, locations, recording
 
     read: list[str] = []
 
@@ -89,8 +89,8 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(locations, "read_regular", counting(files.read_regular))
     monkeypatch.setattr(locations, "map_regular", counting(files.map_regular))
-    monkeypatch.setattr(identity, "read_regular_status", counting(files.read_regular_status))
-    monkeypatch.setattr(identity, "map_regular_status", counting(files.map_regular_status))
+    monkeypatch.setattr(recording, "read_regular_status", counting(files.read_regular_status))
+    monkeypatch.setattr(recording, "map_regular_status", counting(files.map_regular_status))
     return read
 
 

@@ -167,9 +167,16 @@ def test_json_sources_saved_with_a_byte_order_mark_read_as_without(tmp_path: Pat
     assert all(answer == answers[0] for answer in answers), answers
     zlib = json.loads(SMALL)["database"]["installs"][digest("zlib")]["spec"]
     spec = {"spec": {"_meta": {"version": 5}, "nodes": [zlib]}}
-    spec_file = write(tmp_path / "zlib.json", bom + json.dumps(spec).encode())
-    report = build_index([spec_file], tmp_path / "ix-spec", tag="develop")
-    assert report.specs == 1 and all(p.path != str(spec_file) for p in report.problems)
+    text = json.dumps(spec)
+    signed = f"-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA256\n\n{text}\n"
+    signed += "-----BEGIN PGP SIGNATURE-----\nAAAA\n-----END PGP SIGNATURE-----\n"
+    for n, (name, body) in enumerate(
+        [("zlib.json", text), ("zlib.spec.json", text), ("zlib.spec.json.sig", signed)]
+    ):
+        spec_file = write(tmp_path / "specs" / name, bom + body.encode())
+        report = build_index([spec_file], tmp_path / f"ix-spec{n}", tag="develop")
+        assert report.specs == 1, (name, report.problems)
+        assert all(p.path != str(spec_file) for p in report.problems), name
 
 
 def test_pages_and_a_mirror_in_one_build(tmp_path: Path) -> None:

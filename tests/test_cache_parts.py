@@ -20,7 +20,7 @@ import pytest
 
 from cachegql.index import StrictModeError, build_index
 from cachegql.index.build import BuildReport
-from cachegql.index.ingest import SourceLimits, digest_memo, files, identity
+from cachegql.index.ingest import SourceLimits, digest_memo, files, recording
 from cachegql.index.ingest.cache_parts import decode_part, encode_part
 from cachegql.index.ingest.dag_nodes import Database, SourceFormatError
 from cachegql.index.ingest.seen_nodes import SeenNodes
@@ -345,35 +345,67 @@ def _list_v3_mirrors(sources: Path, name: str) -> dict[Path, Path]:
 def test_a_tag_of_v3_mirrors_takes_its_unchanged_index_blobs_from_parts(
     sources: Path, tmp_path: Path, reads: list[str], name: str
 ) -> None:
-    """v3 mirrors listed by their roots or index manifests: a blob is known by the name
-    its manifest gives it (as the manifest stands for it when the tag is reused whole),
-    so the unchanged ones are taken from their parts without being read."""
+    """v3 mirrors listed by their roots or index manifests: an unchanged local blob is
+    known by its status, as a listed blob is, and taken from its part without being read;
+    a blob rewritten or gone since is read, and refused or missed as a full build does."""
     mirrors = _list_v3_mirrors(sources, name)
     out = tmp_path / "ix"
     first = _build(sources, out)
     assert {len(names) for names in _parts_named(first.folder).values()} == {4}
-    changed = next(p for p in _index_files(sources, "v0.22") if "root" not in p.parts)
-    _add_a_dependency_flag(changed)
-    new_blob = mb.write_v3_mirror(changed, mirrors[changed]).index_blob
+    stacks = [p for p in _index_files(sources, "v0.22") if "root" not in p.parts]
+    _add_a_dependency_flag(stacks[0])
+    new_blob = mb.write_v3_mirror(stacks[0], mirrors[stacks[0]]).index_blob
     reads.clear()
     again = _build(sources, out)
     assert again.reused == ["develop"] and again.parts_taken == 3
     assert {r for r in reads if "/blobs/" in r and "spec" not in r} == {str(new_blob)}
     full = _build(sources, tmp_path / "full", full=True)
-    assert full.parts_taken == 0
     assert _tag_files(again.folder) == _tag_files(full.folder)
     assert again.problems == full.problems
-    # A blob gone since is read, and missed as a full build misses it.
-    gone = [p for p in _index_files(sources, "v0.22") if "root" not in p.parts][1]
-    mb.write_v3_mirror(gone, mirrors[gone]).index_blob.unlink()
-    _add_a_dependency_flag(changed)
-    mb.write_v3_mirror(changed, mirrors[changed])
+    assert _build(sources, out, full=True).parts_taken == 0
+
+    _damage_index(mb.write_v3_mirror(stacks[1], mirrors[stacks[1]]).index_blob)
+    gone = mb.write_v3_mirror(stacks[2], mirrors[stacks[2]]).index_blob
+    gone.unlink()
     last = _build(sources, out)
-    assert last.parts_taken == 2
-    missed = _build(sources, tmp_path / "missed", full=True)
-    assert [p.message for p in last.problems] == [p.message for p in missed.problems]
-    assert any(str(mirrors[gone]) in p.path for p in last.problems), last.problems
-    assert _tag_files(last.folder) == _tag_files(missed.folder)
+    assert last.parts_taken == 1  # the root's
+    refused = _build(sources, tmp_path / "refused", full=True)
+    assert [p.message for p in last.problems] == [p.message for p in refused.problems]
+    assert any("checksum mismatch" in p.message for p in last.problems), last.problems
+    assert any(str(mirrors[stacks[2]]) in p.path for p in last.problems), last.problems
+    assert _tag_files(last.folder) == _tag_files(refused.folder)
+
+
+def _damage_index(blob: Path) -> None:
+    """Other bytes under the blob's name: one binary's flag made null."""
+    data = blob.read_bytes().replace(b'"in_buildcache":true', b'"in_buildcache":null', 1)
+    blob.write_bytes(data)
+
+
+def test_a_v3_blob_is_taken_from_a_part_for_its_own_bytes_only(
+    sources: Path, tmp_path: Path
+) -> None:
+    """Two local v3 mirrors whose manifests name the same blob, the second's holding other
+    bytes: in either order, built once or again, the second is read and refused, never
+    given the first's part. Over http, a blob is known by its manifest alone: no part."""
+    _list_v3_mirrors(sources, "root")
+    listing = json.loads((sources / "listing.json").read_text())
+    entry = listing["v0.22"][1]
+    twin = sources / "v0.22" / "twin"
+    shutil.copytree(sources / entry["url"], twin)
+    manifest = json.loads((twin / "v3" / "manifests" / "index" / "index.manifest.json").read_text())
+    checksum = manifest["data"][0]["checksum"]
+    _damage_index(twin / "blobs" / "sha256" / checksum[:2] / checksum)
+    twin_entry = {"label": "twin", "url": "v0.22/twin"}
+    others = [e for e in listing["v0.22"] if e != entry]
+    for n, pair in enumerate([[entry, twin_entry], [twin_entry, entry]]):
+        (sources / "listing.json").write_text(json.dumps({**listing, "v0.22": others + pair}))
+        for build in (_build(sources, tmp_path / f"ix{n}"), _build(sources, tmp_path / f"ix{n}")):
+            [refused] = [p for p in build.problems if "twin" in p.path]
+            assert "checksum mismatch" in refused.message, refused
+    with MirrorHTTPServer(sources) as http, HttpReader(tmp_path / "fetch") as reader:
+        remote = build_index([http.url_for("listing.json")], tmp_path / "remote", reader=reader)
+    assert remote.specs > 0 and _parts_named(remote.folder)["v0.22"] == []
 
 
 def test_remote_v2_mirror_roots_with_a_hash_keep_no_part(sources: Path, tmp_path: Path) -> None:
@@ -512,10 +544,10 @@ def test_an_index_listed_twice_and_changed_between_its_reads(
                 _add_a_dependency_flag(index)
         return found
 
-    monkeypatch.setattr(identity, "read_regular_status", changed_after_its_first_read)
+    monkeypatch.setattr(recording, "read_regular_status", changed_after_its_first_read)
     out = tmp_path / "ix"
     _build(sources, out)
-    monkeypatch.setattr(identity, "read_regular_status", real)
+    monkeypatch.setattr(recording, "read_regular_status", real)
     assert len(opened) == 2
     root = next(p for p in _index_files(sources, "v0.22") if "root" in p.parts)
     _add_a_dependency_flag(root)  # the tag is read again, the stack taken from its part

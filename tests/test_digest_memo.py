@@ -8,11 +8,13 @@ old, not settled (`SETTLED_NS`): tests that need them recorded shorten the windo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ import pytest
 from cachegql.index import build_index
 from cachegql.index.ingest import digest_memo
 from cachegql.index.ingest.digest_memo import settled_status, status_of
+from cachegql.index.ingest.files import Blob
 from cachegql.index.ingest.identity import RecordingOpener
 from cachegql.index.ingest.locations import Location, Opener
 from tests.mirror_builder import write_listed_tags
@@ -166,17 +169,27 @@ def test_a_digest_is_taken_from_the_record_only_for_the_status_recorded(
 
 class _SwappingOpener(RecordingOpener):
     """The link read made to name another file for the read, and the first one again
-    after it (whose status that does not change)."""
+    after it (whose status that does not change); whole or mapped (a digest alone)."""
 
     def _read_file(self, path: Path) -> bytes:
-        first, link = path.readlink(), path.with_name("link")
-        link.symlink_to("other.json")
-        link.replace(path)
-        try:
+        with _swapped(path):
             return super()._read_file(path)
-        finally:
-            link.symlink_to(first)
-            link.replace(path)
+
+    def _map_file(self, path: Path) -> Blob:
+        with _swapped(path):
+            return super()._map_file(path)
+
+
+@contextlib.contextmanager
+def _swapped(path: Path) -> Iterator[None]:
+    first, link = path.readlink(), path.with_name("link")
+    link.symlink_to("other.json")
+    link.replace(path)
+    try:
+        yield
+    finally:
+        link.symlink_to(first)
+        link.replace(path)
 
 
 @pytest.mark.usefixtures("settled_at_once")

@@ -162,7 +162,9 @@ def verify_build(shown: Path, folder: Path) -> VerifiedBuild:
     return VerifiedBuild(folder, manifest, stamps)
 
 
-_HASHING_THREADS = min(4, len(os.sched_getaffinity(0)))
+_HASHING_THREADS = min(
+    4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+)
 """sha256 and the reads let go of the GIL: two threads check a 1M-spec build (348 MB) in
 0.29 s against 0.54 s for one, on this project's 2-core machine."""
 

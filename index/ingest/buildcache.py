@@ -60,6 +60,7 @@ from cachegql.index.records import Problem
 __all__ = [
     "CacheData",
     "cache_data",
+    "index_manifest_blob",
     "placed",
     "read_cache",
     "read_index_file",
@@ -114,11 +115,12 @@ def read_index_file(
     root = manifest_root(location)
     if root is None:
         blob = index_blob(location)
-    else:  # its blob is known by the name the manifest gives it
-        location, checksum = _manifest_blob(location, root, opener)
+    else:  # its blob, where local, is known by its status as a listed blob is
+        location, checksum = index_manifest_blob(location, root, opener)
         blob = IndexBlob(root, checksum)
-    expected, named = (None if blob is None else blob.sha256), root is not None
-    database = _index_database(location, str(location), opener, seen, parts, expected, named=named)
+    expected = None if blob is None else blob.sha256
+    kept = None if location.is_url and root is not None else parts  # identity.py `_index_blob`
+    database = _index_database(location, str(location), opener, seen, kept, expected)
     return placed(cache_data(database, label), blob)
 
 
@@ -130,16 +132,14 @@ def _index_database(
     parts: CacheParts | None,
     expected: str | None = None,
     inflate: bool = True,
-    named: bool = False,
 ) -> Database:
     """The database of the index at `location`: from its part where `parts` has one that
     the build knows the index by, else read (parsed while it is checked against the sha256
-    `expected`, where one is given; inflated when gzipped, a blob) and kept as a part.
-    `named`: the index is a blob that the manifest the build read names by `expected`."""
+    `expected`, where one is given; inflated when gzipped, a blob) and kept as a part."""
     known = None if expected is None else expected.lower()  # as the build knows digests
     inflated = inflate and expected is not None
     if parts is not None:
-        database = parts.load(location, source, seen, opener, known, inflated=inflated, named=named)
+        database = parts.load(location, source, seen, opener, known, inflated=inflated)
         if database is not None:
             return database
     entries: list[PartEntry] | None = [] if parts is not None else None
@@ -189,8 +189,7 @@ def read_mirror(
     parts: CacheParts | None = None,
 ) -> CacheData:
     """A mirror root: layout v3 when it has an index manifest, else layout v2; with
-    `parts`, its index is taken as read where the build knows it (a v3 blob by the name
-    its manifest gives it)."""
+    `parts`, its index is taken as read where the build knows its bytes."""
     try:
         return _read_v3(location, opener, label, seen, parts)
     except NotFoundError:
@@ -208,7 +207,9 @@ def _read_v3(
     root: Location, opener: Opener, label: str, seen: SeenNodes | None, parts: CacheParts | None
 ) -> CacheData:
     index = root.join(*V3_INDEX)
-    blob, checksum = _manifest_blob(index.join(MANIFEST), root, opener)
+    blob, checksum = index_manifest_blob(index.join(MANIFEST), root, opener)
+    if root.is_url:  # its blob is known by its manifest alone (identity.py `_index_blob`)
+        parts = None
     # Views and spec manifests are found by listing folders: local mirrors only. The
     # manifests' sizes and the views' binaries are read while the index is parsed
     # (tarball_sizes.py, view_binaries.py).
@@ -221,8 +222,7 @@ def _read_v3(
     )
     try:
         # Parsed while its checksum is verified beside: the database stands once it is.
-        source = str(index.join(MANIFEST))
-        database = _index_database(blob, source, opener, seen, parts, checksum, named=True)
+        database = _index_database(blob, str(index.join(MANIFEST)), opener, seen, parts, checksum)
         data = CacheData(
             str(root), database, {label: binaries(database)}, base=root.without_query, layout="v3"
         )
@@ -256,7 +256,7 @@ def _view_blobs(root: Location, opener: Opener) -> list[ViewBlob | Problem]:
     for name in view_names(root):
         folder = root.join(*V3_INDEX, name)
         try:
-            blob, checksum = _manifest_blob(folder.join(MANIFEST), root, opener)
+            blob, checksum = index_manifest_blob(folder.join(MANIFEST), root, opener)
         except (ReadError, SourceFormatError) as exc:
             views.append(Problem(str(folder), f"view skipped: {exc}"))
         else:
@@ -264,7 +264,7 @@ def _view_blobs(root: Location, opener: Opener) -> list[ViewBlob | Problem]:
     return views
 
 
-def _manifest_blob(manifest: Location, root: Location, opener: Opener) -> tuple[Location, str]:
+def index_manifest_blob(manifest: Location, root: Location, opener: Opener) -> tuple[Location, str]:
     """The blob of the newest supported database a manifest lists, and its checksum."""
     document = json_document(strip_clearsign(opener.read(manifest)), str(manifest))
     records = document.get("data") if isinstance(document, dict) else None

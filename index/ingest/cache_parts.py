@@ -225,18 +225,12 @@ class CacheParts:
         expected: str | None = None,
         *,
         inflated: bool = False,
-        named: bool = False,
     ) -> Database | None:
         """The database of the index at `location` from its part, if there is one that
         gives it; the opener is told its digest, as if it had read it. `expected`: the
-        sha256 the index must have (a blob's name); other bytes are read, to be refused.
-        `named`: the blob is known by `expected` alone, the sha256 a manifest of the
-        build's fingerprint gives it (a v3 mirror's index, as the manifest stands for its
-        blob when the whole tag is reused); a local one gone since is read, to be missed."""
-        sha256 = expected if named else self.known.get(location.text)
+        sha256 the index must have (a blob's name); other bytes are read, to be refused."""
+        sha256 = self.known.get(location.text)
         if sha256 is None or (expected is not None and sha256 != expected):
-            return None
-        if named and not location.is_url and not location.path.is_file():
             return None
         name = self.name(sha256, inflated)
         try:

@@ -219,7 +219,7 @@ class Opener:
 
     def body_digest(self, text: str) -> str | None:
         """The sha256 of the body last read at the location `text`, where this opener
-        keeps it (a recording opener: index/ingest/identity.py); None otherwise."""
+        keeps it (a recording opener: index/ingest/recording.py); None otherwise."""
         return None
 
     def stocked(self, folder: Location, stock: str | None) -> None:

@@ -24,7 +24,7 @@ from cachegql.index.ingest.listed_indexes import manifest_root
 from cachegql.index.ingest.listings import ListingEntry, is_listing, json_error, read_listing
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
-from cachegql.index.ingest.spackdb import SourceFormatError
+from cachegql.index.ingest.spackdb import UTF8_BOM, SourceFormatError
 from cachegql.index.records import Problem
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
 
 # The stack of a lone build cache, as cache.spack.io labels its top-level mirror.
 DEFAULT_STACK = "root"
-UTF8_BOM = b"\xef\xbb\xbf"
 # An index from this size on is told by its head (`{"database":`, as Spack writes it) and
 # read by the ingest a record at a time: parsed whole to tell what it is, an index took
 # some ten times its size in memory (900 MB for 90 MB; 1M specs are 1.8 GB of index).

@@ -47,6 +47,7 @@ from cachegql.index.records import Problem
 __all__ = [
     "FLAG_KINDS",
     "SUPPORTED_DB_VERSIONS",
+    "UTF8_BOM",
     "Database",
     "Edge",
     "Node",
@@ -60,6 +61,7 @@ __all__ = [
 
 SUPPORTED_DB_VERSIONS = (5, 6, 7, 8, 9)
 _SIGNED = b"-----BEGIN PGP SIGNED MESSAGE-----"
+UTF8_BOM = b"\xef\xbb\xbf"
 _SIGNATURE = b"\n-----BEGIN PGP SIGNATURE-----"
 
 
@@ -325,7 +327,10 @@ def read_spec_file(data: bytes, source: str) -> Database:
 
 
 def strip_clearsign(data: bytes) -> bytes:
-    """The signed text of a PGP clearsigned message (the signature is not checked)."""
+    """The signed text of a PGP clearsigned message (the signature is not checked), and
+    without the UTF-8 byte order mark an editor may have saved it with (RFC 8259 lets a
+    JSON reader ignore one)."""
+    data = data.removeprefix(UTF8_BOM)
     if not data.lstrip().startswith(_SIGNED):
         return data
     body = data.split(b"\n\n", 1)[1] if b"\n\n" in data else b""
