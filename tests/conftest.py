@@ -91,6 +91,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(locations, "map_regular", counting(files.map_regular))
     monkeypatch.setattr(recording, "read_regular_status", counting(files.read_regular_status))
     monkeypatch.setattr(recording, "map_regular_status", counting(files.map_regular_status))
+    monkeypatch.setattr(recording, "sha256_regular_status", counting(files.sha256_regular_status))
     return read
 
 

@@ -23,9 +23,8 @@ import pytest
 from cachegql.index import build_index
 from cachegql.index.ingest import digest_memo
 from cachegql.index.ingest.digest_memo import settled_status, status_of
-from cachegql.index.ingest.files import Blob
 from cachegql.index.ingest.identity import RecordingOpener
-from cachegql.index.ingest.locations import Location, Opener
+from cachegql.index.ingest.locations import Location, Opener, ReadError
 from tests.mirror_builder import write_listed_tags
 
 TAGS = ("develop", "v0.22")
@@ -169,15 +168,15 @@ def test_a_digest_is_taken_from_the_record_only_for_the_status_recorded(
 
 class _SwappingOpener(RecordingOpener):
     """The link read made to name another file for the read, and the first one again
-    after it (whose status that does not change); whole or mapped (a digest alone)."""
+    after it (whose status that does not change); read whole, or hashed for a digest."""
 
     def _read_file(self, path: Path) -> bytes:
         with _swapped(path):
             return super()._read_file(path)
 
-    def _map_file(self, path: Path) -> Blob:
+    def _hash_path(self, path: Path) -> str:
         with _swapped(path):
-            return super()._map_file(path)
+            return super()._hash_path(path)
 
 
 @contextlib.contextmanager
@@ -214,3 +213,32 @@ def test_only_the_status_of_the_file_read_and_asked_for_is_recorded(tmp_path: Pa
     assert status_of(str(linked.path)) == status
     # The path's status is as before and after, but the bytes read were another file's.
     assert swapped.recorded() == {}
+
+
+def test_a_digest_alone_is_hashed_as_read_and_refuses_what_is_not_a_file(tmp_path: Path) -> None:
+    """A local file asked only for its digest is hashed as it is read (never mapped: cut
+    short meanwhile, it gives other bytes, not SIGBUS); a named pipe is a failure, kept."""
+    index = tmp_path / "index.json"
+    index.write_bytes(b"{}" * (2 << 20))
+    opener = RecordingOpener(Opener())
+    assert opener.digest(Location.of(index)) == hashlib.sha256(index.read_bytes()).hexdigest()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for _ in range(2):  # the second from the failure kept, the pipe not opened again
+        with pytest.raises(ReadError, match="not a regular file"):
+            opener.digest(Location.of(fifo))
+
+
+def test_a_frozen_opener_gives_small_bodies_as_the_ingest_read_them(tmp_path: Path) -> None:
+    """Once the ingest is over, a fingerprint reads a manifest again as the ingest read
+    it (a v3 manifest names the blob whose digest it asks), and nothing else."""
+    manifest, other = tmp_path / "index.manifest.json", tmp_path / "other.json"
+    manifest.write_text('{"data": []}')
+    other.write_text("{}")
+    opener = RecordingOpener(Opener())
+    assert opener.read(Location.of(manifest)) == b'{"data": []}'
+    manifest.write_text('{"data": [1]}')
+    opener.frozen = True
+    assert opener.read(Location.of(manifest)) == b'{"data": []}'
+    with pytest.raises(ReadError, match="not read by the ingest"):
+        opener.read(Location.of(other))

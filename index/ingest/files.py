@@ -37,6 +37,7 @@ __all__ = [
     "regular_status",
     "release",
     "sha256_of",
+    "sha256_regular_status",
 ]
 
 Blob = bytes | mmap.mmap
@@ -162,6 +163,15 @@ def map_regular(path: Path) -> Blob:
     1.8 GB index (1M specs) read whole was 1.8 GB of the build's peak memory.
     """
     return map_regular_status(path)[0]
+
+
+def sha256_regular_status(path: Path | str) -> tuple[str, os.stat_result]:
+    """The sha256 of the regular file `path`, read a chunk at a time (never held whole, nor
+    mapped: a file cut short as it is hashed gives other bytes, not SIGBUS), and its
+    status, taken on it opened (as `read_regular_status` gives it)."""
+    fd, status = _open_checked(path)
+    with os.fdopen(fd, "rb", buffering=0) as file:  # closes `fd`
+        return hashlib.file_digest(file, "sha256").hexdigest(), status
 
 
 def map_regular_status(path: Path | str) -> tuple[Blob, os.stat_result]:

@@ -55,7 +55,7 @@ __all__ = [
 OCI_SCHEMES = ("oci", "oci+http")
 NETWORK_SCHEMES = ("http", "https", *OCI_SCHEMES, "s3")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
-_B = TypeVar("_B", bound=Blob)
+_T = TypeVar("_T")
 # When the source being read must be read by (time.monotonic()), for every read of it.
 _SOURCE_DEADLINE: ContextVar[float | None] = ContextVar("source_deadline", default=None)
 
@@ -283,7 +283,8 @@ class Opener:
         """A local file mapped (`map_regular`; a recording opener also notes what file)."""
         return map_regular(path)
 
-    def _local(self, location: Location, read: Callable[[Path], _B]) -> _B:
+    def _local(self, location: Location, read: Callable[[Path], _T]) -> _T:
+        """`read(path)` of a local location, its errors as the opener's."""
         try:
             return read(location.path)
         except FileNotFoundError:

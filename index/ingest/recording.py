@@ -8,10 +8,12 @@ twice and nothing after.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from cachegql.index.ingest.digest_memo import FileStatuses, Recorded
 from cachegql.index.ingest.files import (
@@ -19,7 +21,7 @@ from cachegql.index.ingest.files import (
     PendingSha256,
     map_regular_status,
     read_regular_status,
-    sha256_of,
+    sha256_regular_status,
 )
 from cachegql.index.ingest.locations import (
     Location,
@@ -30,6 +32,11 @@ from cachegql.index.ingest.locations import (
 )
 
 __all__ = ["RecordingOpener", "Stock"]
+
+_T = TypeVar("_T")
+_SMALL_BODY = 64 << 10
+"""Bodies up to this size (manifests) are kept as read, for a fingerprint to read them
+again once the opener is frozen (a v3 manifest names the blob whose digest it asks)."""
 
 
 @dataclass(frozen=True)
@@ -78,21 +85,35 @@ class RecordingOpener(Opener):
         # The spec manifests' stock as their reader found them (`stocked`), by folder.
         self.file_stocks: dict[str, str | None] = {}
         self.frozen = False
+        self._small_bodies: dict[str, bytes] = {}
 
     def read(self, location: Location) -> bytes:
+        if self.frozen:  # a fingerprint is of what the ingest read: a manifest as it read it
+            kept = self._small_bodies.get(location.text)
+            if kept is None:
+                raise ReadError(f"{location}: not read by the ingest")
+            return kept
+        base_read = super().read
+        data = self._recording(location, lambda: base_read(location))
+        # A large body (an index.json without its .hash) is hashed beside its parse.
+        pending = PendingSha256(data)
+        self.digests[location.text] = pending.result() if pending.done else pending
+        if len(data) <= _SMALL_BODY:
+            self._small_bodies[location.text] = data
+        return data
+
+    def _recording(self, location: Location, read: Callable[[], _T]) -> _T:
+        """`read()` of `location`, a local file's status kept if it stood still, and a
+        missing location or a failure kept for the fingerprint."""
         try:
             with self._reading(location):
-                data = super().read(location)
+                return read()
         except NotFoundError:
             self.digests[location.text] = None
             raise
         except ReadError as exc:
             self.failures[location.text] = str(exc)
             raise
-        # A large body (an index.json without its .hash) is hashed beside its parse.
-        pending = PendingSha256(data)
-        self.digests[location.text] = pending.result() if pending.done else pending
-        return data
 
     def read_verifying(self, location: Location, sha256: str) -> tuple[Blob, PendingCheck]:
         # `read_verified` too: it waits for this check.
@@ -163,18 +184,15 @@ class RecordingOpener(Opener):
         self.file_stocks[folder.text] = stock if known == stock else None
 
     def _hash_file(self, location: Location) -> None:
-        """A local file's digest, for a fingerprint only: mapped and hashed a span at a
-        time, never held whole (a 1.8 GB index blob whose status moved)."""
-        try:
-            with self._reading(location):
-                data = self._local(location, self._map_file)
-        except NotFoundError:
-            self.digests[location.text] = None
-            raise
-        except ReadError as exc:
-            self.failures[location.text] = str(exc)
-            raise
-        self.digests[location.text] = sha256_of(data)
+        """A local file's digest, for a fingerprint only: hashed as it is read, never held
+        whole (a 1.8 GB index blob whose status moved)."""
+        hashing = functools.partial(self._local, location, self._hash_path)
+        self.digests[location.text] = self._recording(location, hashing)
+
+    def _hash_path(self, path: Path) -> str:
+        digest, status = sha256_regular_status(path)
+        self.statuses.opened(status)
+        return digest
 
     def digest(self, location: Location) -> str:
         """The sha256 of the body at `location`, as read already if it was; ReadError
