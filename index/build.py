@@ -289,8 +289,10 @@ class _TagBuild:
         complete = result.caches - caches == len(requests) and not recording.failures
         if cached_only and complete:
             fingerprint = tag_fingerprint(tag, requests, recording, fingerprint_salt())
-            # The files taken from parts were known by their status, not read again.
+            # The files taken from parts were known by their status, not read again; one
+            # the ingest found other bytes in (its status not settled since) is not.
             known = checking.recorded() if checking is not None else {}
+            known = {t: r for t, r in known.items() if recording.body_digest(t) in (None, r[1])}
             file_digests = write_recorded({**known, **recording.recorded()})
         self._add_entry(
             tag,

@@ -74,7 +74,7 @@ def demo_snapshot(
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The local files the ingest and the fingerprints read whole or map from now on (the
+    """The local files the ingest and the fingerprints read whole, map or hash from now on (the
     real readers, counted)."""
     from cachegql.index.ingest import files, locations, recording
 

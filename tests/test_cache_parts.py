@@ -366,6 +366,12 @@ def test_a_tag_of_v3_mirrors_takes_its_unchanged_index_blobs_from_parts(
     reads.clear()
     assert _build(sources, out).reused == ["develop", "v0.22"]  # by the blobs' statuses
     assert not [r for r in reads if "/blobs/" in r]
+    # A manifest written again (signed again) naming the same blob: the blob's part.
+    manifest = mirrors[stacks[0]] / "v3" / "manifests" / "index" / "index.manifest.json"
+    manifest.write_bytes(manifest.read_bytes() + b"\n\n")
+    reads.clear()
+    assert _build(sources, out).parts_taken == 4
+    assert not [r for r in reads if "/blobs/" in r]
     assert _build(sources, out, full=True).parts_taken == 0
 
     _damage_index(mb.write_v3_mirror(stacks[1], mirrors[stacks[1]]).index_blob)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import time
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 
 from cachegql.index import build_index
-from cachegql.index.ingest import digest_memo
+from cachegql.index.ingest import digest_memo, files
 from cachegql.index.ingest.digest_memo import settled_status, status_of
 from cachegql.index.ingest.identity import RecordingOpener
 from cachegql.index.ingest.locations import Location, Opener, ReadError
@@ -215,9 +216,17 @@ def test_only_the_status_of_the_file_read_and_asked_for_is_recorded(tmp_path: Pa
     assert swapped.recorded() == {}
 
 
-def test_a_digest_alone_is_hashed_as_read_and_refuses_what_is_not_a_file(tmp_path: Path) -> None:
+def test_a_digest_alone_is_hashed_as_read_and_refuses_what_is_not_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A local file asked only for its digest is hashed as it is read (never mapped: cut
     short meanwhile, it gives other bytes, not SIGBUS); a named pipe is a failure, kept."""
+
+    def no_mapping(*args: object) -> None:
+        raise AssertionError("mapped")
+
+    monkeypatch.setattr(files, "_MAP_FROM", 0)
+    monkeypatch.setattr(mmap, "mmap", no_mapping)
     index = tmp_path / "index.json"
     index.write_bytes(b"{}" * (2 << 20))
     opener = RecordingOpener(Opener())

@@ -208,9 +208,11 @@ def _index_blob(
     (and refused). A remote blob is known by its manifest alone, and keeps no part."""
     blob, _ = index_manifest_blob(manifest, root, opener)
     before = opener.statuses.known.get(manifest.text)
-    if not opener.frozen and before is not None and before[1] != opener.digest(manifest):
-        # Before the ingest, a manifest that changed since the last build makes the
-        # fingerprint differ already: its blob is not hashed here to be read again.
+    changed = before is not None and before[1] != opener.digest(manifest)
+    if not opener.frozen and changed and blob.text not in opener.statuses.known:
+        # Before the ingest, a blob the last build did not record, named by a manifest
+        # that changed since, makes the fingerprint differ already: it is not hashed here
+        # to be read again (a blob recorded is known by its status, and may have a part).
         _feed(digest, "blob", "after a changed manifest")
         return
     _feed(digest, "blob", opener.digest(blob))

@@ -23,6 +23,7 @@ from cachegql.index.ingest.files import (
     read_regular_status,
     sha256_regular_status,
 )
+from cachegql.index.ingest.listed_indexes import MANIFEST
 from cachegql.index.ingest.locations import (
     Location,
     NotFoundError,
@@ -34,9 +35,6 @@ from cachegql.index.ingest.locations import (
 __all__ = ["RecordingOpener", "Stock"]
 
 _T = TypeVar("_T")
-_SMALL_BODY = 64 << 10
-"""Bodies up to this size (manifests) are kept as read, for a fingerprint to read them
-again once the opener is frozen (a v3 manifest names the blob whose digest it asks)."""
 
 
 @dataclass(frozen=True)
@@ -85,11 +83,13 @@ class RecordingOpener(Opener):
         # The spec manifests' stock as their reader found them (`stocked`), by folder.
         self.file_stocks: dict[str, str | None] = {}
         self.frozen = False
-        self._small_bodies: dict[str, bytes] = {}
+        self._manifests: dict[str, bytes] = {}
 
     def read(self, location: Location) -> bytes:
-        if self.frozen:  # a fingerprint is of what the ingest read: a manifest as it read it
-            kept = self._small_bodies.get(location.text)
+        # A fingerprint is of what the ingest read: a v3 index manifest (which names the
+        # blob whose digest it asks for) as the ingest read it, and nothing else.
+        if self.frozen:
+            kept = self._manifests.get(location.text)
             if kept is None:
                 raise ReadError(f"{location}: not read by the ingest")
             return kept
@@ -98,8 +98,8 @@ class RecordingOpener(Opener):
         # A large body (an index.json without its .hash) is hashed beside its parse.
         pending = PendingSha256(data)
         self.digests[location.text] = pending.result() if pending.done else pending
-        if len(data) <= _SMALL_BODY:
-            self._small_bodies[location.text] = data
+        if location.name == MANIFEST:
+            self._manifests[location.text] = data
         return data
 
     def _recording(self, location: Location, read: Callable[[], _T]) -> _T:
