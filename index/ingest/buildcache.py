@@ -206,8 +206,8 @@ def read_mirror(
 def _read_v3(
     root: Location, opener: Opener, label: str, seen: SeenNodes | None, parts: CacheParts | None
 ) -> CacheData:
-    index = root.join(*V3_INDEX)
-    blob, checksum = index_manifest_blob(index.join(MANIFEST), root, opener)
+    manifest = root.join(*V3_INDEX, MANIFEST)
+    blob, checksum = index_manifest_blob(manifest, root, opener)
     if root.is_url:  # its blob is known by its manifest alone (identity.py `_index_blob`)
         parts = None
     # Views and spec manifests are found by listing folders: local mirrors only. The
@@ -222,7 +222,10 @@ def _read_v3(
     )
     try:
         # Parsed while its checksum is verified beside: the database stands once it is.
-        database = _index_database(blob, str(index.join(MANIFEST)), opener, seen, parts, checksum)
+        try:
+            database = _index_database(blob, str(manifest), opener, seen, parts, checksum)
+        except NotFoundError as exc:  # not to be tried as layout v2, and called no mirror
+            raise ReadError(f"{manifest} names an index blob that is missing ({exc})") from None
         data = CacheData(
             str(root), database, {label: binaries(database)}, base=root.without_query, layout="v3"
         )
