@@ -313,7 +313,7 @@ def _read_v2(
         # A remote index with a `.hash` is known by the `.hash` alone (identity.py), never
         # by its bytes: no part of it would be taken.
         kept = None if folder.is_url and expected is not None else parts
-        database = _index_database(index, str(index), opener, seen, kept, expected, False)
+        database = _index_database(index, str(index), opener, seen, kept, expected, inflate=False)
     except NotFoundError:  # from the reads: a parse raises no NotFoundError
         if folder.is_url or not _has_spec_files(folder):
             raise
