@@ -39,6 +39,7 @@ from cachegql.index.ingest.digest_memo import write_recorded
 from cachegql.index.ingest.identity import (
     CONTENT_LIMITS,
     RecordingOpener,
+    spec_manifest_stocks,
     tag_fingerprint,
     take_stock,
 )
@@ -168,6 +169,7 @@ def build_index(
         reused=build.reused,
         compared=build.compared,
         parts_taken=build.parts_taken,
+        sizes_taken=build.sizes_taken,
     )
 
 
@@ -210,6 +212,7 @@ class _TagBuild:
         self.reused: list[str] = []
         self.compared = 0  # tags that a previous build was asked for
         self.parts_taken = 0
+        self.sizes_taken = 0
         self.read_since_collected = False  # a tag was read (not reused): its cycles remain
 
     @property
@@ -284,6 +287,7 @@ class _TagBuild:
         fingerprint, file_digests = None, {}
         if parts is not None:
             self.parts_taken += len(parts.taken)
+            self.sizes_taken += len(parts.sizes_taken)
         # A tag missing a cache, or any part of one, that failed to read is no picture of
         # its sources: without a fingerprint, it is read again next time.
         complete = result.caches - caches == len(requests) and not recording.failures
@@ -316,11 +320,12 @@ class _TagBuild:
         if len(requests) < 2:
             return None
         known = checking.known_digests() if checking is not None else {}
+        stocks = spec_manifest_stocks(checking) if checking is not None else {}
         # What else decides what reading an index gives: the code, and the limits a body
         # must be within (one over them is not read, whatever part it had).
         bounds = [getattr(self.opener.limits, name) for name in CONTENT_LIMITS]
         code = hashlib.sha256(repr((fingerprint_salt(), bounds)).encode()).hexdigest()
-        return CacheParts(self.parts_folder, code, known)
+        return CacheParts(self.parts_folder, code, known, stocks)
 
     def _report(self, problem: Problem) -> None:
         if self.strict:

@@ -37,6 +37,8 @@ class BuildReport:
     # The index files of the tags read again that were taken as an earlier build read
     # them (index/ingest/cache_parts.py), not read.
     parts_taken: int = 0
+    # The folders of spec manifests whose sizes were taken likewise.
+    sizes_taken: int = 0
 
     def summary(self) -> str:
         read = f"{self.pages} pages"
@@ -54,12 +56,20 @@ class BuildReport:
 
     def _reuse(self) -> str:
         """`, reused 2 of 3 tags (develop, v0.22)`, when a previous build was asked, and
-        ` and 9 indexes as read before` when index files were taken from parts."""
+        ` and 9 indexes as read before` when index files were taken from parts (` and 9
+        indexes and 9 mirrors' spec manifests ...` with the sizes of v3 mirrors)."""
         if not self.compared:
             return ""
         names = f" ({', '.join(self.reused)})" if self.reused else ""
-        taken = self.parts_taken
-        parts = f" and {taken} index{'es' if taken != 1 else ''} as read before" if taken else ""
+        taken = [
+            f"{count} {noun if count == 1 else plural}"
+            for count, noun, plural in (
+                (self.parts_taken, "index", "indexes"),
+                (self.sizes_taken, "mirror's spec manifests", "mirrors' spec manifests"),
+            )
+            if count
+        ]
+        parts = f" and {' and '.join(taken)} as read before" if taken else ""
         return f", reused {len(self.reused)} of {len(self.tags)} tags{names}{parts}"
 
 

@@ -75,8 +75,8 @@ def demo_snapshot(
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The local files the ingest and the fingerprints read whole, map or hash from now on (the
-    real readers, counted)."""
-    from cachegql.index.ingest import files, locations, recording
+    real readers, counted), spec manifests included."""
+    from cachegql.index.ingest import files, locations, recording, tarball_sizes
 
     read: list[str] = []
 
@@ -92,6 +92,8 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(recording, "read_regular_status", counting(files.read_regular_status))
     monkeypatch.setattr(recording, "map_regular_status", counting(files.map_regular_status))
     monkeypatch.setattr(recording, "sha256_regular_status", counting(files.sha256_regular_status))
+    # Spec manifests read in this process (fewer than `tarball_sizes.PROCESS_FROM`).
+    monkeypatch.setattr(tarball_sizes, "read_regular_status", counting(files.read_regular_status))
     return read
 
 

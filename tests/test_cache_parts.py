@@ -351,7 +351,12 @@ def test_a_tag_of_v3_mirrors_takes_its_unchanged_index_blobs_from_parts(
     mirrors = _list_v3_mirrors(sources, name)
     out = tmp_path / "ix"
     first = _build(sources, out)
-    assert {len(names) for names in _parts_named(first.folder).values()} == {4}
+    named = _parts_named(first.folder).values()
+    assert {len([n for n in names if "-sizes-" not in n]) for names in named} == {4}
+    # Only mirrors listed by their roots have their spec manifests read, and kept.
+    assert {len([n for n in names if "-sizes-" in n]) for names in named} == {
+        4 if name == "root" else 0
+    }
     stacks = [p for p in _index_files(sources, "v0.22") if "root" not in p.parts]
     _add_a_dependency_flag(stacks[0])
     new_blob = mb.write_v3_mirror(stacks[0], mirrors[stacks[0]]).index_blob
@@ -384,6 +389,77 @@ def test_a_tag_of_v3_mirrors_takes_its_unchanged_index_blobs_from_parts(
     assert any("checksum mismatch" in p.message for p in last.problems), last.problems
     assert any(str(mirrors[stacks[2]]) in p.path for p in last.problems), last.problems
     assert _tag_files(last.folder) == _tag_files(refused.folder)
+
+
+def _spec_manifests(root: Path) -> list[Path]:
+    return sorted((root / "v3" / "manifests" / "spec").rglob("*.spec.manifest.json"))
+
+
+def _resize(manifest: Path, size: int) -> None:
+    """The tarball size a spec manifest gives, made another (the file written again)."""
+    document = json.loads(manifest.read_text())
+    for record in document["data"]:
+        if record["mediaType"].startswith("application/vnd.spack.install."):
+            record["contentLength"] = size
+    manifest.write_text(json.dumps(document))
+
+
+def test_a_tag_of_v3_mirrors_takes_its_unchanged_spec_manifests_from_parts(
+    sources: Path, tmp_path: Path, reads: list[str]
+) -> None:
+    """A v3 mirror's tarball sizes are kept as read, by its spec manifests' names, sizes
+    and times: a tag read again reads only the manifests of the mirrors that moved, and
+    gives the files a full build gives; a part damaged or gone means they are read."""
+    mirrors = _list_v3_mirrors(sources, "root")
+    out = tmp_path / "ix"
+    first = _build(sources, out)
+    assert first.sizes_taken == 0
+    stacks = [p for p in _index_files(sources, "v0.22") if "root" not in p.parts]
+    _add_a_dependency_flag(stacks[0])
+    changed = mirrors[stacks[0]]
+    mb.write_v3_mirror(stacks[0], changed)
+    reads.clear()
+    again = _build(sources, out)
+    assert again.reused == ["develop"] and again.sizes_taken == 3, again.summary()
+    assert "and 3 indexes and 3 mirrors' spec manifests as read before" in again.summary()
+    read = {Path(r) for r in reads if r.endswith(".spec.manifest.json")}
+    assert read == set(_spec_manifests(changed))
+    full = _build(sources, tmp_path / "full", full=True)
+    assert _tag_files(again.folder) == _tag_files(full.folder)
+    assert again.problems == full.problems
+
+    # A manifest of a mirror whose index did not move: its size is read again, theirs not.
+    other = mirrors[stacks[1]]
+    resized, broken = _spec_manifests(other)[:2]
+    _resize(resized, 123_456_789)
+    broken.write_text("{ not json")
+    reads.clear()
+    last = _build(sources, out)
+    assert last.sizes_taken == 3 and last.parts_taken == 4
+    assert {Path(r) for r in reads if r.endswith(".spec.manifest.json")} == set(
+        _spec_manifests(other)
+    )
+    full = _build(sources, tmp_path / "full-again", full=True)
+    assert _tag_files(last.folder) == _tag_files(full.folder)
+    assert last.problems == full.problems
+    assert any(p.path == str(broken) for p in last.problems), last.problems
+    size = (123_456_789).to_bytes(8, "little")  # size.npy: int64, little-endian here
+    assert any(size in data for name, data in _tag_files(last.folder).items() if "size" in name)
+
+    # The sizes parts damaged or removed: the manifests are read, and the parts written.
+    parts = sorted(out.with_name("ix.parts").glob("*-sizes-*"))
+    for n, part in enumerate(parts):
+        if n % 2:
+            part.unlink()
+        else:
+            part.write_bytes(part.read_bytes()[:-1])
+    _resize(resized, 7)
+    damaged = _build(sources, out)
+    assert damaged.sizes_taken == 0
+    full = _build(sources, tmp_path / "full-damaged", full=True)
+    assert _tag_files(damaged.folder) == _tag_files(full.folder)
+    _resize(resized, 8)
+    assert _build(sources, out).sizes_taken == 3
 
 
 def _damage_index(blob: Path) -> None:

@@ -19,15 +19,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cachegql.index.ingest.cache_parts import CacheParts
 from cachegql.index.ingest.files import Blob, read_regular, reason
+from cachegql.index.ingest.index_manifests import index_manifest_blob
 from cachegql.index.ingest.inflate import verifying_blob
 from cachegql.index.ingest.listed_indexes import (
     MANIFEST,
@@ -37,17 +36,14 @@ from cachegql.index.ingest.listed_indexes import (
     is_index_file,
     manifest_root,
 )
-from cachegql.index.ingest.listings import json_document
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, PendingCheck, ReadError
 from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import (
-    SUPPORTED_DB_VERSIONS,
     Database,
     PartEntry,
     SourceFormatError,
     read_database,
     read_spec_file,
-    strip_clearsign,
 )
 from cachegql.index.ingest.tarball_sizes import PendingSizes
 from cachegql.index.ingest.view_binaries import (
@@ -60,7 +56,6 @@ from cachegql.index.records import Problem
 __all__ = [
     "CacheData",
     "cache_data",
-    "index_manifest_blob",
     "placed",
     "read_cache",
     "read_index_file",
@@ -72,7 +67,6 @@ __all__ = [
 ]
 
 V3_SPECS = ("v3", "manifests", "spec")
-_DB_MEDIA_TYPE = re.compile(r"^application/vnd\.spack\.db\.v(\d+)\+json$")
 SPEC_FILE_SUFFIXES = (".spec.json", ".spec.json.sig", ".spec.yaml")
 
 
@@ -212,14 +206,17 @@ def _read_v3(
         parts = None
     # Views and spec manifests are found by listing folders: local mirrors only. The
     # manifests' sizes and the views' binaries are read while the index is parsed
-    # (tarball_sizes.py, view_binaries.py).
+    # (tarball_sizes.py, view_binaries.py), unless the sizes are taken from their part.
     views = [] if root.is_url else _view_blobs(root, opener)
     readable = [view for view in views if isinstance(view, ViewBlob)]
+    specs = root.join(*V3_SPECS)
+    kept = None if root.is_url or parts is None else parts.load_sizes(specs)
     sizes = (
         None
-        if root.is_url
-        else PendingSizes(root.join(*V3_SPECS).path, views=readable, limits=opener.limits)
+        if root.is_url or kept is not None
+        else PendingSizes(specs.path, views=readable, limits=opener.limits)
     )
+    problems: list[Problem] = []
     try:
         # Parsed while its checksum is verified beside: the database stands once it is.
         try:
@@ -229,12 +226,20 @@ def _read_v3(
         data = CacheData(
             str(root), database, {label: binaries(database)}, base=root.without_query, layout="v3"
         )
-        if sizes is not None:
+        if kept is not None:
+            (data.sizes, problems), stock = kept
+            opener.stocked(specs, stock)
+            outcomes = iter([view_outcome(view, opener) for view in readable])
+        elif sizes is not None:
             sizes.read_views_here(lambda view: view_outcome(view, opener))
             data.sizes, problems = sizes.result()
             data.helper_rss_mb = sizes.peak_rss_mb
-            opener.stocked(root.join(*V3_SPECS), sizes.stock)
-        outcomes = iter(() if sizes is None else sizes.view_outcomes_read(opener))
+            opener.stocked(specs, sizes.stock)
+            if parts is not None:
+                parts.keep_sizes(specs, sizes.stock, (data.sizes, problems))
+            outcomes = iter(sizes.view_outcomes_read(opener))
+        else:
+            outcomes = iter(())
         for view in views:
             if isinstance(view, Problem):
                 data.problems.append(view)
@@ -248,8 +253,7 @@ def _read_v3(
         if sizes is not None:
             sizes.cancel()
         raise
-    if sizes is not None:
-        data.problems.extend(problems)
+    data.problems.extend(problems)
     return data
 
 
@@ -265,35 +269,6 @@ def _view_blobs(root: Location, opener: Opener) -> list[ViewBlob | Problem]:
         else:
             views.append(ViewBlob(name, str(folder), blob, checksum))
     return views
-
-
-def index_manifest_blob(manifest: Location, root: Location, opener: Opener) -> tuple[Location, str]:
-    """The blob of the newest supported database a manifest lists, and its checksum."""
-    document = json_document(strip_clearsign(opener.read(manifest)), str(manifest))
-    records = document.get("data") if isinstance(document, dict) else None
-    if not isinstance(records, list):
-        raise SourceFormatError(f"{manifest}: not a build-cache manifest: no 'data' list")
-    found: list[tuple[int, dict[str, Any]]] = []
-    media_types = []
-    for record in records:
-        media_type = record.get("mediaType") if isinstance(record, dict) else None
-        media_types.append(str(media_type))
-        match = _DB_MEDIA_TYPE.match(str(media_type))
-        if match and int(match.group(1)) in SUPPORTED_DB_VERSIONS:
-            found.append((int(match.group(1)), record))
-    if not found:
-        supported = ", ".join(f"application/vnd.spack.db.v{v}+json" for v in SUPPORTED_DB_VERSIONS)
-        raise SourceFormatError(
-            f"{manifest}: the manifest lists no database Spack can read "
-            f"(media types: {', '.join(media_types) or 'none'}; supported: {supported})"
-        )
-    _, record = max(found, key=lambda item: item[0])
-    algorithm, checksum = record.get("checksumAlgorithm"), record.get("checksum")
-    if algorithm != "sha256" or not isinstance(checksum, str) or len(checksum) < 3:
-        raise SourceFormatError(
-            f"{manifest}: blob checksum {algorithm}:{checksum} is not a sha256 checksum"
-        )
-    return root.join("blobs", algorithm, checksum[:2], checksum), checksum
 
 
 def _read_v2(

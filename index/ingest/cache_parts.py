@@ -15,12 +15,17 @@ asked of the tag's `SeenNodes` as it would have been; if the cache it came from 
 read before this one any more, the part is not taken and the index is read. So a tag
 made from parts holds the nodes that reading its indexes gives, in the same order.
 
+A local v3 mirror's spec manifests (one per binary, read for its tarball's size: half of
+reading a mirror of 5,000 binaries) are kept so too: their sizes and problems, named by
+the folder and its `FileStock` (the manifests' names, sizes and times, which the build
+looks at before reading the tag, for its fingerprint), and taken while that is the same.
+
 Parts live beside the builds (`DIR.parts/`, never served), written atomically as
-`<code>-<sha256>.part`: a header, the blake2b of the rest, and the rest in `marshal`'s
-format. One that is damaged, cut short or of other code is not taken (the index is
-read, and its part written again). They are written by the builds of this `--out`
-alone, under its lock, and are trusted as its builds are; the build keeps those its
-tags name and removes the rest (`prune`).
+`<code>-<sha256>.part` (`<code>-sizes-<sha256>.part` for spec manifests): a header, the
+blake2b of the rest, and the rest in `marshal`'s format. One that is damaged, cut short
+or of other code is not taken (the index is read, and its part written again). They are
+written by the builds of this `--out` alone, under its lock, and are trusted as its
+builds are; the build keeps those its tags name and removes the rest (`prune`).
 """
 
 from __future__ import annotations
@@ -29,22 +34,32 @@ import contextlib
 import hashlib
 import marshal
 import os
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
+from sys import intern
 from typing import Any
 
 from cachegql.index.ingest.dag_nodes import Database, Edge, Node
 from cachegql.index.ingest.locations import Location, Opener
 from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import PartEntry
+from cachegql.index.ingest.tarball_sizes import Sizes
 from cachegql.index.records import Problem
 from cachegql.index.spack.compilers import Compiler
 from cachegql.index.spack.variants import Variant
 
-__all__ = ["CacheParts", "decode_part", "encode_part"]
+__all__ = [
+    "CacheParts",
+    "decode_part",
+    "decode_sizes",
+    "encode_part",
+    "encode_sizes",
+]
 
 _MAGIC = b"cachegql part 2\n"
+_SIZES_MAGIC = b"cachegql sizes 1\n"
 _CHECK = 16  # bytes of the blake2b after the header
 _SUFFIX = ".part"
 
@@ -112,12 +127,47 @@ def _compiler_payload(compiler: Compiler | None) -> tuple[Any, ...] | None:
     return None if compiler is None else (compiler.name, compiler.version, compiler.raw)
 
 
+def encode_sizes(sizes: Sizes) -> bytes:
+    """The bytes of a sizes part: the hashes as one text (a spec hash holds no "/"), the
+    sizes in a typed array, the problems as (path, message)."""
+    found, problems = sizes
+    hashes = "/".join(found).encode("utf-8", "surrogateescape")
+    counts = array("q", found.values()).tobytes()
+    body = marshal.dumps((hashes, counts, [(p.path, p.message) for p in problems]), 4)
+    return _SIZES_MAGIC + hashlib.blake2b(body, digest_size=_CHECK).digest() + body
+
+
+def decode_sizes(data: bytes) -> Sizes | None:
+    """The sizes a sizes part holds, their hashes interned as the tag's nodes' are
+    (tarball_sizes.py); None for bytes that are no sound sizes part."""
+    body = _checked(data, _SIZES_MAGIC)
+    if body is None:
+        return None
+    try:
+        hashes, counts, problems = marshal.loads(body)
+        sizes = array("q")
+        sizes.frombytes(counts)
+        names = hashes.decode("utf-8", "surrogateescape").split("/") if sizes else []
+        found = dict(zip(map(intern, names), sizes, strict=True))
+        return found, [Problem(path, message) for path, message in problems]
+    except (EOFError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _checked(data: bytes, magic: bytes) -> memoryview | None:
+    """The body of a part that starts with `magic` and whose check holds, else None."""
+    body = memoryview(data)[len(magic) + _CHECK :]
+    check = hashlib.blake2b(body, digest_size=_CHECK).digest()
+    if not data.startswith(magic) or data[len(magic) : len(magic) + _CHECK] != check:
+        return None
+    return body
+
+
 def decode_part(data: bytes, source: str, seen: SeenNodes | None) -> Database | None:
     """The database a part holds, its records asked of `seen` as reading them would
     have; None for bytes that are no sound part, or a record `seen` does not give."""
-    body = memoryview(data)[len(_MAGIC) + _CHECK :]
-    check = hashlib.blake2b(body, digest_size=_CHECK).digest()
-    if not data.startswith(_MAGIC) or data[len(_MAGIC) : len(_MAGIC) + _CHECK] != check:
+    body = _checked(data, _MAGIC)
+    if body is None:
         return None
     try:
         version, problems, keyed, digests, keys, flags, table, columns = marshal.loads(body)
@@ -203,13 +253,23 @@ class CacheParts:
     location where it is known before that location is read by the ingest: a local file
     whose status is the one an earlier build recorded (digest_memo.py), and any body the
     build read to find the tag's fingerprint (a file whose status moved, a remote index
-    downloaded or revalidated). A part is taken for those locations only.
+    downloaded or revalidated). A part is taken for those locations only. `stocks`
+    gives, likewise, the `FileStock` of each folder of spec manifests the build looked at
+    before the ingest (identity.py).
     """
 
-    def __init__(self, folder: Path, code: str, known: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        code: str,
+        known: Mapping[str, str],
+        stocks: Mapping[str, str] | None = None,
+    ) -> None:
         self.folder, self.code, self.known = folder, code, known
+        self.stocks = stocks or {}
         self.names: set[str] = set()  # the parts this tag took or wrote
         self.taken: list[str] = []  # the locations taken from parts (tests, benchmarks)
+        self.sizes_taken: list[str] = []  # the folders of spec manifests likewise
 
     def name(self, sha256: str, inflated: bool = False) -> str:
         """The file name of the part of an index whose bytes have this sha256 (`inflated`:
@@ -267,6 +327,42 @@ class CacheParts:
             self.folder.mkdir(parents=True, exist_ok=True)
             part = encode_part(database.version, entries, messages, keyed=keyed)
             _write_atomically(self.folder / name, part)
+        except OSError:
+            return
+        self.names.add(name)
+
+    def sizes_name(self, folder: Location, stock: str) -> str:
+        """The file name of the sizes part of a folder of spec manifests with this stock
+        (the folder is part of it: its problems name its files)."""
+        key = hashlib.sha256(f"{folder.text}\n{stock}".encode("utf-8", "surrogateescape"))
+        return f"{self.code[:16]}-sizes-{key.hexdigest()}{_SUFFIX}"
+
+    def load_sizes(self, folder: Location) -> tuple[Sizes, str] | None:
+        """The sizes of the spec manifests in `folder`, and their stock, from the part of
+        that stock, when the build looked at them before the ingest and one is there."""
+        stock = self.stocks.get(folder.text)
+        if stock is None:
+            return None
+        name = self.sizes_name(folder, stock)
+        try:
+            sizes = decode_sizes((self.folder / name).read_bytes())
+        except OSError:
+            return None
+        if sizes is None:
+            return None
+        self.names.add(name)
+        self.sizes_taken.append(folder.text)
+        return sizes, stock
+
+    def keep_sizes(self, folder: Location, stock: str | None, sizes: Sizes) -> None:
+        """Write the sizes part of the spec manifests in `folder`, just read as `stock`
+        (None: one could not be looked at or read; nothing kept). Best effort, as `keep`."""
+        if stock is None:
+            return
+        name = self.sizes_name(folder, stock)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _write_atomically(self.folder / name, encode_sizes(sizes))
         except OSError:
             return
         self.names.add(name)

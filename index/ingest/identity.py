@@ -23,14 +23,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from cachegql.index.ingest.buildcache import (
-    V3_SPECS,
-    index_manifest_blob,
-    spec_file_paths,
-    v2_folder,
-    view_names,
-)
+from cachegql.index.ingest.buildcache import V3_SPECS, spec_file_paths, v2_folder, view_names
 from cachegql.index.ingest.file_stock import FileStock, statuses_now
+from cachegql.index.ingest.index_manifests import index_manifest_blob
 from cachegql.index.ingest.listed_indexes import MANIFEST, V3_INDEX, is_index_file, manifest_root
 from cachegql.index.ingest.locations import (
     Location,
@@ -48,6 +43,7 @@ __all__ = [
     "RecordingOpener",
     "Stock",
     "cache_identity",
+    "spec_manifest_stocks",
     "tag_fingerprint",
     "take_stock",
 ]
@@ -117,6 +113,16 @@ def take_stock(requests: Sequence[CacheRequest], opener: RecordingOpener) -> Non
     for request in requests:
         if _is_mirror(request) and not request.location.is_url:
             opener.stock[request.location.text] = _look(request.location, manifests=False)
+
+
+def spec_manifest_stocks(opener: RecordingOpener) -> dict[str, str]:
+    """The `FileStock` of each local v3 mirror's spec manifests, by their folder, as
+    `opener` looked at them for a fingerprint (before an ingest)."""
+    return {
+        Location(root).join(*V3_SPECS).text: stock.spec_manifests
+        for root, stock in opener.stock.items()
+        if stock is not None and stock.spec_manifests is not None
+    }
 
 
 def _is_mirror(request: CacheRequest) -> bool:

@@ -48,6 +48,7 @@ __all__ = [
     "PROCESS_FROM",
     "STOCK_KIND",
     "PendingSizes",
+    "Sizes",
     "manifest_paths",
     "tarball_sizes",
 ]
@@ -59,6 +60,7 @@ PROCESS_FROM = 20_000
 STOCK_KIND = "spec-manifests"  # what the manifests' `FileStock` is fed as
 
 Sizes = tuple[dict[str, int], list[Problem]]
+"""Tarball sizes by spec hash, and a problem per spec manifest without one."""
 # What the reading process sends back: the hashes as one text, separated by "/" (which no
 # file name holds), their sizes in a typed array, the problems (then, apart, its peak RSS
 # in MB). A million sizes so packed are some 40 MB to hold and pickle, against 150 MB as
