@@ -255,7 +255,7 @@ class _TagBuild:
         problems, caches, merged = len(result.problems), result.caches, result.merged_duplicates
         # Its fingerprint from what is read, without reading anything twice: the bodies
         # read through the opener, as read; what the ingest reads past it (the listings,
-        # spec manifests and spec files of local mirrors), by names, sizes and times taken
+        # spec manifests and spec files of local mirrors), by names and statuses taken
         # before it reads them. Nothing is read for the fingerprint after the ingest.
         self.read_since_collected = True
         recording = RecordingOpener(self.opener)

@@ -8,6 +8,7 @@ real server on 127.0.0.1 (`tests.http_fixture`).
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -177,6 +178,51 @@ def test_json_sources_saved_with_a_byte_order_mark_read_as_without(tmp_path: Pat
         report = build_index([spec_file], tmp_path / f"ix-spec{n}", tag="develop")
         assert report.specs == 1, (name, report.problems)
         assert all(p.path != str(spec_file) for p in report.problems), name
+
+
+def test_gzipped_json_sources_read_as_their_content(tmp_path: Path) -> None:
+    """An index (small, or large and then read a record at a time), a listing or a spec
+    file compressed with gzip and given alone, a file or a URL: read as the same source
+    uncompressed (a local one was tried as a page: "not UTF-8"). Broken gzip, gzip over
+    the limits or holding no JSON: a problem naming the source and what is wrong."""
+    write(tmp_path / "root" / "index.json", SMALL)
+    listing = json.dumps({"develop": [{"label": "root", "url": "root/index.json"}]})
+    sources: list[str | Path] = [
+        write(tmp_path / "small.json.gz", gzip.compress(SMALL)),
+        write(tmp_path / "large.gz", gzip.compress(SMALL + b" " * HEAD_ONLY_FROM)),
+        write(tmp_path / "listing.json.gz", gzip.compress(listing.encode())),
+    ]
+    zlib = json.loads(SMALL)["database"]["installs"][digest("zlib")]["spec"]
+    spec = json.dumps({"spec": {"_meta": {"version": 5}, "nodes": [zlib]}})
+    spec_file = write(tmp_path / "zlib.spec.gz", gzip.compress(spec.encode()))
+    with MirrorHTTPServer(tmp_path) as http, HttpReader(None) as reader:
+        sources += [http.url_for("small.json.gz"), http.url_for("large.gz")]
+        answers = []
+        for n, source in enumerate(sources):
+            report = build_index([source], tmp_path / f"ix{n}", tag="develop", reader=reader)
+            assert report.specs == 2 and not report.problems, (source, report.problems)
+            with serving(report.folder) as gql:
+                answers.append(gql.data("{ specs { nodes { hash name stacks } } }"))
+        for source in (spec_file, http.url_for("zlib.spec.gz")):
+            report = build_index([source], tmp_path / "ix-spec", tag="develop", reader=reader)
+            assert report.specs == 1, (source, report.problems)
+            assert all(str(source) not in p.path for p in report.problems), report.problems
+    assert len(answers) == 5 and all(answer == answers[0] for answer in answers), answers
+
+    whole = gzip.compress(SMALL)
+    bad = {
+        "cut.gz": (whole[: len(whole) // 2], "gzip content ends before its end marker"),
+        "damaged.gz": (whole[:10] + b"\xff" * 20 + whole[30:], "not valid gzip content"),
+        "bomb.gz": (gzip.compress(b"{" + b" " * 80_000_000), "decompresses to over 200 times"),
+        "text.gz": (gzip.compress(b"hello"), "compressed with gzip, but holds no JSON"),
+    }
+    for name, (data, why) in bad.items():
+        path = write(tmp_path / "bad" / name, data)
+        with pytest.raises(BuildError) as refused:
+            build_index([path], tmp_path / "ix-bad", tag="develop")
+        message = str(refused.value)
+        assert f"{path}: " in message and why in message, message
+        assert "UTF-8" not in message and "Traceback" not in message, message
 
 
 def test_pages_and_a_mirror_in_one_build(tmp_path: Path) -> None:

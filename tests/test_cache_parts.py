@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 
 from cachegql.index import StrictModeError, build_index
 from cachegql.index.build import BuildReport
-from cachegql.index.ingest import SourceLimits, digest_memo, files, recording
+from cachegql.index.ingest import SourceLimits, digest_memo, files, recording, tarball_sizes
 from cachegql.index.ingest.cache_parts import decode_part, encode_part
 from cachegql.index.ingest.dag_nodes import Database, SourceFormatError
 from cachegql.index.ingest.seen_nodes import SeenNodes
@@ -28,7 +29,7 @@ from cachegql.index.ingest.spackdb import PartEntry, read_database
 from cachegql.server.fetch import HttpReader
 from tests import mirror_builder as mb
 from tests.http_fixture import MirrorHTTPServer
-from tests.mirror_builder import write_listed_tags
+from tests.mirror_builder import DEFAULT_TARBALL_SIZE, write_listed_tags
 from tests.test_seen_nodes import CHANGES, HASHES, LAYOUTS, _index
 
 TAGS = ("develop", "v0.22")
@@ -324,17 +325,20 @@ def test_a_tag_of_v2_mirror_roots_takes_its_unchanged_indexes_from_parts(
     assert _tag_files(last.folder) == _tag_files(refused.folder)
 
 
-def _list_v3_mirrors(sources: Path, name: str) -> dict[Path, Path]:
-    """Each stack's index written again as a layout v3 mirror of its own, beside it, and
-    the listing naming these mirrors by their roots (`name` "root") or their index
-    manifests ("manifest"); returns each mirror's root by the index it was written from."""
+def _list_v3_mirrors(sources: Path, name: str, views: bool = False) -> dict[Path, Path]:
+    """Each stack's index written again as a layout v3 mirror of its own, beside it (with
+    `views`, a view of half its binaries), and the listing naming these mirrors by their
+    roots (`name` "root") or their index manifests ("manifest"); returns each mirror's
+    root by the index it was written from."""
     listing = json.loads((sources / "listing.json").read_text())
     mirrors = {}
     for entries in listing.values():
         for entry in entries:
             index = sources / entry["url"]
             root = mirrors[index] = index.parent.parent / "v3-mirror"
-            mirror = mb.write_v3_mirror(index, root)
+            installs = json.loads(index.read_text())["database"]["installs"]
+            held = sorted(h for h, record in installs.items() if record["in_buildcache"])
+            mirror = mb.write_v3_mirror(index, root, views={"half": held[::2]} if views else None)
             named = root if name == "root" else mirror.index_manifest
             entry["url"] = named.relative_to(sources).as_posix()
     (sources / "listing.json").write_text(json.dumps(listing))
@@ -404,27 +408,51 @@ def _resize(manifest: Path, size: int) -> None:
     manifest.write_text(json.dumps(document))
 
 
+def _manifests_read(reads: list[str]) -> set[Path] | None:
+    """The spec manifests read in this process (None where a reader process read them)."""
+    if tarball_sizes.PROCESS_FROM == 0:
+        return None
+    return {Path(r) for r in reads if r.endswith(".spec.manifest.json")}
+
+
+@pytest.mark.parametrize("shape", ["in process", "views, a reader process"])
 def test_a_tag_of_v3_mirrors_takes_its_unchanged_spec_manifests_from_parts(
-    sources: Path, tmp_path: Path, reads: list[str]
+    sources: Path, tmp_path: Path, reads: list[str], shape: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A v3 mirror's tarball sizes are kept as read, by its spec manifests' names, sizes
     and times: a tag read again reads only the manifests of the mirrors that moved, and
     gives the files a full build gives; a part damaged or gone means they are read."""
-    mirrors = _list_v3_mirrors(sources, "root")
+    views = shape != "in process"
+    if views:  # read by a process of their own, as from 20,000 manifests
+        monkeypatch.setattr(tarball_sizes, "PROCESS_FROM", 0)
+    mirrors = _list_v3_mirrors(sources, "root", views)
     out = tmp_path / "ix"
     first = _build(sources, out)
     assert first.sizes_taken == 0
     stacks = [p for p in _index_files(sources, "v0.22") if "root" not in p.parts]
+    # An index changed, its manifests not: every mirror's sizes are taken.
     _add_a_dependency_flag(stacks[0])
     changed = mirrors[stacks[0]]
-    mb.write_v3_mirror(stacks[0], changed)
+    mb.write_index_manifest(changed, stacks[0].read_bytes(), (8,), False)
     reads.clear()
     again = _build(sources, out)
-    assert again.reused == ["develop"] and again.sizes_taken == 3, again.summary()
-    assert "and 3 indexes and 3 mirrors' spec manifests as read before" in again.summary()
-    read = {Path(r) for r in reads if r.endswith(".spec.manifest.json")}
-    assert read == set(_spec_manifests(changed))
+    assert again.reused == ["develop"] and again.sizes_taken == 4, again.summary()
+    assert "and 3 indexes and 4 mirrors' spec manifests as read before" in again.summary()
+    assert _manifests_read(reads) in (None, set())
     full = _build(sources, tmp_path / "full", full=True)
+    assert _tag_files(again.folder) == _tag_files(full.folder)
+    assert again.problems == full.problems
+    if views:
+        assert any(b"half" in data for data in _tag_files(again.folder).values()), "no view"
+
+    # The mirror written again, its manifests too: only theirs are read.
+    _add_a_dependency_flag(stacks[0])
+    mb.write_v3_mirror(stacks[0], changed, views={"half": []} if views else None)
+    reads.clear()
+    again = _build(sources, out)
+    assert again.sizes_taken == 3, again.summary()
+    assert _manifests_read(reads) in (None, set(_spec_manifests(changed)))
+    full = _build(sources, tmp_path / "full-rewritten", full=True)
     assert _tag_files(again.folder) == _tag_files(full.folder)
     assert again.problems == full.problems
 
@@ -436,9 +464,7 @@ def test_a_tag_of_v3_mirrors_takes_its_unchanged_spec_manifests_from_parts(
     reads.clear()
     last = _build(sources, out)
     assert last.sizes_taken == 3 and last.parts_taken == 4
-    assert {Path(r) for r in reads if r.endswith(".spec.manifest.json")} == set(
-        _spec_manifests(other)
-    )
+    assert _manifests_read(reads) in (None, set(_spec_manifests(other)))
     full = _build(sources, tmp_path / "full-again", full=True)
     assert _tag_files(last.folder) == _tag_files(full.folder)
     assert last.problems == full.problems
@@ -460,6 +486,54 @@ def test_a_tag_of_v3_mirrors_takes_its_unchanged_spec_manifests_from_parts(
     assert _tag_files(damaged.folder) == _tag_files(full.folder)
     _resize(resized, 8)
     assert _build(sources, out).sizes_taken == 3
+
+
+def test_spec_manifests_moved_unseen_or_not_listed_are_read_as_a_full_build_reads_them(
+    sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a sizes part must not hide: a manifest written again to the same size with its
+    time set back (its inode's change time moved), a folder of manifests that cannot be
+    listed (a problem, every build), a size no file can have (a problem, not a crash)."""
+    mirrors = _list_v3_mirrors(sources, "root")
+    out = tmp_path / "ix"
+    _build(sources, out)
+    stacks = [p for p in _index_files(sources, "v0.22") if "root" not in p.parts]
+    manifest = _spec_manifests(mirrors[stacks[0]])[0]
+    status, data = manifest.stat(), manifest.read_bytes()
+    digits = str(DEFAULT_TARBALL_SIZE).encode()
+    assert data.count(digits) == 1
+    manifest.write_bytes(data.replace(digits, str(DEFAULT_TARBALL_SIZE + 1).encode()))
+    os.utime(manifest, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert manifest.stat().st_size == status.st_size
+    again = _build(sources, out)
+    assert again.reused == ["develop"] and again.sizes_taken == 3, again.summary()
+    size = (DEFAULT_TARBALL_SIZE + 1).to_bytes(8, "little")
+    assert any(size in data for name, data in _tag_files(again.folder).items() if "size" in name)
+
+    _resize(_spec_manifests(mirrors[stacks[1]])[0], 1 << 63)
+    # A package's folder of manifests added, that this user may not list: its manifests'
+    # names are not seen, so the others' stock alone is the one the last build kept.
+    first = _spec_manifests(mirrors[stacks[2]])[0]
+    hidden = first.parent.with_name("zzz-added")
+    hidden.mkdir()
+    shutil.copy(first, hidden / first.name.replace(first.parent.name, "zzz-added"))
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if str(path) == str(hidden):  # as a folder this user may not list
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    builds = [_build(sources, out), _build(sources, out)]
+    full = _build(sources, tmp_path / "full", full=True)
+    for build in builds:
+        assert build.reused == ["develop"], build.summary()  # v0.22 read again, each time
+        assert build.problems == full.problems
+        assert _tag_files(build.folder) == _tag_files(full.folder)
+    messages = [p.message for p in full.problems]
+    assert any("cannot be listed" in m for m in messages), messages
+    assert any("tarball size" in m and "9223372036854775808" in m for m in messages), messages
 
 
 def _damage_index(blob: Path) -> None:

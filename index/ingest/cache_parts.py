@@ -17,7 +17,7 @@ made from parts holds the nodes that reading its indexes gives, in the same orde
 
 A local v3 mirror's spec manifests (one per binary, read for its tarball's size: half of
 reading a mirror of 5,000 binaries) are kept so too: their sizes and problems, named by
-the folder and its `FileStock` (the manifests' names, sizes and times, which the build
+the folder and its `FileStock` (the manifests' names and statuses, which the build
 looks at before reading the tag, for its fingerprint), and taken while that is the same.
 
 Parts live beside the builds (`DIR.parts/`, never served), written atomically as

@@ -1,9 +1,10 @@
-"""Many small files known by name, size and time, as one digest.
+"""Many small files known by name, size, time and inode, as one digest.
 
 A local mirror has files its ingest reads past the opener: a spec manifest per binary
 (a million at 1M specs), a v2 mirror's spec files when it has no index. Reading them
-again for a fingerprint would not be cheap, so their names, sizes and modification
-times stand for them (identity.py). `FileStock` hashes those as they are given, in the
+again for a fingerprint would not be cheap, so their names, sizes, modification times,
+inodes and inode change times stand for them (identity.py), as a file's status stands for
+its digest (digest_memo.py). `FileStock` hashes those as they are given, in the
 order the files are listed, without holding the list. The reader of the spec manifests
 gives it the status of each file as it opened it (tarball_sizes.py), so no file is looked
 at twice: a second `stat` of each, and the list of a million entries kept for the tag,
@@ -26,13 +27,13 @@ _FILES_PER_LINE = 10_000
 
 
 class FileStock:
-    """The sha256 of files' names, sizes and times, fed in order; `digest()` is None when
+    """The sha256 of files' names and statuses, fed in order; `digest()` is None when
     one of them could not be looked at or read."""
 
     def __init__(self, kind: str) -> None:
         self._kind = kind
         self._sha = hashlib.sha256()
-        self._line: list[tuple[str, int, int]] = []
+        self._line: list[tuple[str, int, int, int, int]] = []
         self.complete = True
 
     def add(self, path: str, status: os.stat_result | None = None) -> None:
@@ -44,7 +45,8 @@ class FileStock:
             except OSError:  # gone, or a link to nothing: nothing stands for it
                 self.complete = False
                 return
-        self._line.append((path.rsplit("/", 1)[-1], status.st_size, status.st_mtime_ns))
+        name = path.rsplit("/", 1)[-1]
+        self._line.append((name, status.st_size, status.st_mtime_ns, *_identity(status)))
         if len(self._line) == _FILES_PER_LINE:
             self._feed()
 
@@ -78,6 +80,13 @@ class FileStock:
                 text = json.dumps(line).encode()
             self._sha.update(text + b"\n")
             self._line = []
+
+
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    """What else moves when a file changes and its size and time may not: its inode (a file
+    put in its place, a link pointed elsewhere) and the inode's change time (written again
+    with its modification time set back, its mode changed, a link made or removed)."""
+    return status.st_ino, status.st_ctime_ns
 
 
 def statuses_now(paths: Iterable[str]) -> Generator[tuple[str, os.stat_result | None]]:

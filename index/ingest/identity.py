@@ -37,6 +37,7 @@ from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.recording import RecordingOpener, Stock
 from cachegql.index.ingest.spackdb import SourceFormatError
 from cachegql.index.ingest.tarball_sizes import STOCK_KIND, manifest_paths
+from cachegql.index.records import Problem
 
 __all__ = [
     "CONTENT_LIMITS",
@@ -141,11 +142,15 @@ def _look(root: Location, manifests: bool = True) -> Stock | None:
     try:
         views = view_names(root) if root.join(*V3_INDEX).path.is_dir() else []
         # A spec manifest per binary (a million at 1M specs), each read for its tarball's
-        # size: their names, sizes and times stand for them, as reading them would not be
-        # cheap. A manifest rewritten to the same size in the same nanosecond is missed.
+        # size: their names and statuses stand for them (file_stock.py), as reading them
+        # would not be cheap.
         spec_manifests = None
         if manifests:
-            spec_manifests = _stock_now(STOCK_KIND, manifest_paths(root.join(*V3_SPECS).path))
+            unlisted: list[Problem] = []
+            paths = manifest_paths(root.join(*V3_SPECS).path, unlisted)
+            spec_manifests = _stock_now(STOCK_KIND, paths)
+            if unlisted:  # the ingest reports it, and the tag is read again each time
+                return None
         local = v2_folder(root).path
         files = None
         if not (local / "index.json").is_file():

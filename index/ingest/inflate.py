@@ -19,6 +19,7 @@ from cachegql.index.ingest.spackdb import SourceFormatError
 
 __all__ = [
     "GZIP",
+    "GZIP_MAGIC",
     "GZIP_OR_ZLIB",
     "Inflater",
     "gunzip",
@@ -30,7 +31,7 @@ __all__ = [
 PIECE = 1 << 20
 GZIP = 16 + zlib.MAX_WBITS
 GZIP_OR_ZLIB = 32 + zlib.MAX_WBITS  # the header tells which
-_GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class Inflater:
@@ -101,6 +102,6 @@ def verifying_blob(
 
 def inflated(data: Blob, blob: Location, opener: Opener) -> Blob:
     """`data`, inflated within the opener's limits when gzipped."""
-    if data[:2] == _GZIP_MAGIC:
+    if data[:2] == GZIP_MAGIC:
         return gunzip(data if isinstance(data, bytes) else bytes(data), str(blob), opener.limits)
     return data

@@ -20,6 +20,7 @@ import orjson
 
 from cachegql.index.ingest.buildcache import SPEC_FILE_SUFFIXES
 from cachegql.index.ingest.files import read_head, read_regular, reason
+from cachegql.index.ingest.inflate import GZIP_MAGIC, gunzip
 from cachegql.index.ingest.listed_indexes import manifest_root
 from cachegql.index.ingest.listings import ListingEntry, is_listing, json_error, read_listing
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
@@ -152,6 +153,8 @@ def _plan_file(
         head = start.removeprefix(UTF8_BOM).lstrip()
         if head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
             plan.caches.append(_lone(location, "spec-file", tag, stack))
+        elif start.startswith(GZIP_MAGIC):
+            _plan_gzip(location, read_regular(path), plan, opener, tag, stack)
         elif _is_large_index(start, size):
             plan.caches.append(_lone(location, "index", tag, stack))
         elif head.startswith((b"{", b"[")):  # JSON: what it is takes reading it whole
@@ -181,8 +184,37 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
         plan.caches.append(_lone(location, "spec-file", tag, stack, data))
     elif head.startswith(b"---"):
         plan.candidates.append(Candidate(Path(location.text), expected=True, data=data))
+    elif data.startswith(GZIP_MAGIC):
+        _plan_gzip(location, data, plan, opener, tag, stack)
     else:  # an HTML folder listing, or anything else: try it as a mirror root
         plan.caches.append(_lone(location, "mirror", tag, stack))
+
+
+def _plan_gzip(
+    location: Location, data: bytes, plan: Plan, opener: Opener, tag: str | None, stack: str
+) -> None:
+    """A file or body compressed with gzip (`index.json.gz`, a v3 index blob copied out
+    of its mirror): what it inflates to within the limits, taken as that JSON would be.
+    A page is never compressed."""
+    try:
+        data = gunzip(data, str(location), opener.limits)
+    except SourceFormatError as exc:
+        message = without_location(str(location), str(exc))
+        plan.problems.append(
+            Problem(str(location), f"{message.removesuffix('; not read')}; skipped")
+        )
+        return
+    head = data[:64].removeprefix(UTF8_BOM).lstrip()
+    if _is_large_index(data[:64], len(data)):
+        plan.caches.append(_lone(location, "index", tag, stack, data))
+    elif head.startswith((b"{", b"[")):
+        _plan_json(location, data, plan, opener, tag, stack)
+    elif head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
+        plan.caches.append(_lone(location, "spec-file", tag, stack, data))
+    else:
+        plan.problems.append(
+            Problem(str(location), "compressed with gzip, but holds no JSON; skipped")
+        )
 
 
 def _is_large_index(start: bytes, size: int) -> bool:

@@ -41,7 +41,7 @@ _T = TypeVar("_T")
 class Stock:
     """What stands for the files of a local mirror that the ingest reads without its
     opener (by listing folders and reading files directly): its views' names, and the
-    `FileStock` (names, sizes and times) of its spec manifests and (in a v2 mirror
+    `FileStock` (names and statuses) of its spec manifests and (in a v2 mirror
     without an index) of its spec files. Taken before the ingest, so that a file
     rewritten during it makes the next build read the tag again, never gives a
     fingerprint of new content over old data; but for the spec manifests of a tag being

@@ -200,11 +200,12 @@ def tarball_sizes(specs: Path, stock: FileStock | None = None) -> Sizes:
     return sizes, unlisted + problems
 
 
-def manifest_paths(specs: Path | str) -> Iterator[str]:
+def manifest_paths(specs: Path | str, unlisted: list[Problem] | None = None) -> Iterator[str]:
     """The spec manifests under `specs` (`*/*.spec.manifest.json`), sorted as paths sort
     (folder, then file name), as they are listed: by name, as Path objects took seconds
-    at a million. A folder that cannot be listed is passed over, as `Path.glob` does."""
-    return (path for path, _ in _listed_manifests(specs))
+    at a million. A folder that cannot be listed is passed over (into `unlisted`, a
+    problem, as reading them reports it)."""
+    return (path for path, _ in _listed_manifests(specs, unlisted))
 
 
 def _holds_at_least(specs: Path, count: int) -> bool:
@@ -343,6 +344,7 @@ def _send_sizes(
 
 
 _NO_SIZE = "spec manifest without a tarball size; ignored"
+_LARGEST_SIZE = (1 << 63) - 1  # the largest file size (off_t); sizes are kept as int64
 # Spack's spec manifests are a few hundred bytes (a clearsigned one a few KB): a larger
 # file is not one, and is not read (a sparse file of 100 GB would be, whole).
 MANIFEST_MAX_BYTES = 1 << 20
@@ -386,4 +388,11 @@ def _tarball_size(
         )
     except (ValueError, StopIteration):  # not JSON, no tarball record
         return _NO_SIZE, status
-    return (size if type(size) is int and size >= 0 else _NO_SIZE), status  # not a bool
+    if type(size) is not int or size < 0:  # not a bool, nor a negative size
+        return _NO_SIZE, status
+    if size > _LARGEST_SIZE:  # kept in int64 columns: it would not fit
+        return (
+            f"spec manifest gives a tarball size of {size} bytes, more than a file can be; ignored",
+            status,
+        )
+    return size, status
