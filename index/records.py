@@ -8,7 +8,10 @@ from typing import NamedTuple
 from cachegql.index.spack.compilers import Compiler
 from cachegql.index.spack.variants import Variant
 
-__all__ = ["Problem", "SpecRecord"]
+__all__ = ["MAX_SIZE", "Problem", "SpecRecord"]
+
+MAX_SIZE = (1 << 63) - 1
+"""The largest byte count a file can have (`off_t`): sizes are kept as int64."""
 
 
 class SpecRecord(NamedTuple):

@@ -187,16 +187,22 @@ def test_gzipped_json_sources_read_as_their_content(tmp_path: Path) -> None:
     the limits or holding no JSON: a problem naming the source and what is wrong."""
     write(tmp_path / "root" / "index.json", SMALL)
     listing = json.dumps({"develop": [{"label": "root", "url": "root/index.json"}]})
+    # A v3 index blob, gzipped as Spack may: named by the checksum of its stored bytes.
+    stored = gzip.compress(SMALL)
+    checksum = hashlib.sha256(stored).hexdigest()
+    blob = write(tmp_path / "m" / "blobs" / "sha256" / checksum[:2] / checksum, stored)
     sources: list[str | Path] = [
         write(tmp_path / "small.json.gz", gzip.compress(SMALL)),
         write(tmp_path / "large.gz", gzip.compress(SMALL + b" " * HEAD_ONLY_FROM)),
         write(tmp_path / "listing.json.gz", gzip.compress(listing.encode())),
+        blob,
     ]
     zlib = json.loads(SMALL)["database"]["installs"][digest("zlib")]["spec"]
     spec = json.dumps({"spec": {"_meta": {"version": 5}, "nodes": [zlib]}})
     spec_file = write(tmp_path / "zlib.spec.gz", gzip.compress(spec.encode()))
     with MirrorHTTPServer(tmp_path) as http, HttpReader(None) as reader:
         sources += [http.url_for("small.json.gz"), http.url_for("large.gz")]
+        sources.append(http.url_for(blob.relative_to(tmp_path).as_posix()))
         answers = []
         for n, source in enumerate(sources):
             report = build_index([source], tmp_path / f"ix{n}", tag="develop", reader=reader)
@@ -207,14 +213,18 @@ def test_gzipped_json_sources_read_as_their_content(tmp_path: Path) -> None:
             report = build_index([source], tmp_path / "ix-spec", tag="develop", reader=reader)
             assert report.specs == 1, (source, report.problems)
             assert all(str(source) not in p.path for p in report.problems), report.problems
-    assert len(answers) == 5 and all(answer == answers[0] for answer in answers), answers
+    assert len(answers) == 7 and all(answer == answers[0] for answer in answers), answers
+    # A local index is read, and inflated, by the ingest: known by its file's digest after.
+    again = build_index([sources[1]], tmp_path / "ix1", tag="develop")
+    assert again.reused == ["develop"], again.summary()
 
-    whole = gzip.compress(SMALL)
+    whole, listed = gzip.compress(SMALL), gzip.compress(listing.encode())
     bad = {
-        "cut.gz": (whole[: len(whole) // 2], "gzip content ends before its end marker"),
+        "listing-cut.gz": (listed[: len(listed) - 9], "gzip content ends before its end marker"),
         "damaged.gz": (whole[:10] + b"\xff" * 20 + whole[30:], "not valid gzip content"),
         "bomb.gz": (gzip.compress(b"{" + b" " * 80_000_000), "decompresses to over 200 times"),
         "text.gz": (gzip.compress(b"hello"), "compressed with gzip, but holds no JSON"),
+        "index-cut.json.gz": (whole[: len(whole) // 2], "gzip content ends before its end"),
     }
     for name, (data, why) in bad.items():
         path = write(tmp_path / "bad" / name, data)

@@ -439,6 +439,7 @@ def test_a_tag_of_v3_mirrors_takes_its_unchanged_spec_manifests_from_parts(
     assert again.reused == ["develop"] and again.sizes_taken == 4, again.summary()
     assert "and 3 indexes and 4 mirrors' spec manifests as read before" in again.summary()
     assert _manifests_read(reads) in (None, set())
+    assert again.helper_rss_mb == 0  # no reader process started either
     full = _build(sources, tmp_path / "full", full=True)
     assert _tag_files(again.folder) == _tag_files(full.folder)
     assert again.problems == full.problems
@@ -452,6 +453,7 @@ def test_a_tag_of_v3_mirrors_takes_its_unchanged_spec_manifests_from_parts(
     again = _build(sources, out)
     assert again.sizes_taken == 3, again.summary()
     assert _manifests_read(reads) in (None, set(_spec_manifests(changed)))
+    assert (again.helper_rss_mb > 0) is views  # that mirror's, in a process of its own
     full = _build(sources, tmp_path / "full-rewritten", full=True)
     assert _tag_files(again.folder) == _tag_files(full.folder)
     assert again.problems == full.problems
@@ -492,7 +494,7 @@ def test_spec_manifests_moved_unseen_or_not_listed_are_read_as_a_full_build_read
     sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What a sizes part must not hide: a manifest written again to the same size with its
-    time set back (its inode's change time moved), a folder of manifests that cannot be
+    time set back (its status's change time moved), a folder of manifests that cannot be
     listed (a problem, every build), a size no file can have (a problem, not a crash)."""
     mirrors = _list_v3_mirrors(sources, "root")
     out = tmp_path / "ix"

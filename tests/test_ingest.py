@@ -120,6 +120,8 @@ SPEC_ERRORS: dict[str, tuple[dict[str, Any], str]] = {
     "hash-number": ({"hash": 42}, "'hash' must be a string"),
     "size-abc": ({"size": "abc"}, "'size' must be a byte count or '-'"),
     "size-negative": ({"size": -1}, "'size' must be a byte count or '-'"),
+    "size-too-large": ({"size": 1 << 63}, "'size' of 9223372036854775808 bytes is more than"),
+    "size-too-large-text": ({"size": str(1 << 64)}, "is more than a file can be"),
     "os-missing": ({"os": None}, "'os' must be a non-empty string"),
     "target-empty": ({"target": ""}, "'target' must be a non-empty string"),
     "stacks-not-list": ({"stacks": "root"}, "'stacks' must be a list"),

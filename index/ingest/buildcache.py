@@ -27,7 +27,7 @@ from pathlib import Path
 from cachegql.index.ingest.cache_parts import CacheParts
 from cachegql.index.ingest.files import Blob, read_regular, reason
 from cachegql.index.ingest.index_manifests import index_manifest_blob
-from cachegql.index.ingest.inflate import verifying_blob
+from cachegql.index.ingest.inflate import inflated, verifying_blob
 from cachegql.index.ingest.listed_indexes import (
     MANIFEST,
     V3_INDEX,
@@ -131,14 +131,15 @@ def _index_database(
     the build knows the index by, else read (parsed while it is checked against the sha256
     `expected`, where one is given; inflated when gzipped, a blob) and kept as a part."""
     known = None if expected is None else expected.lower()  # as the build knows digests
-    inflated = inflate and expected is not None
+    as_blob = inflate and expected is not None  # its part is of the bytes inflated
     if parts is not None:
-        database = parts.load(location, source, seen, opener, known, inflated=inflated)
+        database = parts.load(location, source, seen, opener, known, inflated=as_blob)
         if database is not None:
             return database
     entries: list[PartEntry] | None = [] if parts is not None else None
-    if expected is None:
-        database = _database(opener.read(location), source, seen, part=entries)
+    if expected is None:  # an index file, inflated when gzipped (`index.json.gz`)
+        data = inflated(opener.read(location), location, opener)
+        database = _database(data, source, seen, part=entries)
         sha256 = opener.body_digest(location.text)
     else:
         verify = verifying_blob(location, expected, opener) if inflate else None
@@ -146,7 +147,7 @@ def _index_database(
             database = _database(data, source, seen, check, entries)
         sha256 = known
     if parts is not None and entries is not None:
-        parts.keep(sha256, database, entries, keyed=seen is not None, inflated=inflated)
+        parts.keep(sha256, database, entries, keyed=seen is not None, inflated=as_blob)
     return database
 
 

@@ -1,14 +1,18 @@
-"""Many small files known by name, size, time and inode, as one digest.
+"""Many small files known by name, size and times, as one digest.
 
 A local mirror has files its ingest reads past the opener: a spec manifest per binary
 (a million at 1M specs), a v2 mirror's spec files when it has no index. Reading them
-again for a fingerprint would not be cheap, so their names, sizes, modification times,
-inodes and inode change times stand for them (identity.py), as a file's status stands for
-its digest (digest_memo.py). `FileStock` hashes those as they are given, in the
-order the files are listed, without holding the list. The reader of the spec manifests
-gives it the status of each file as it opened it (tarball_sizes.py), so no file is looked
-at twice: a second `stat` of each, and the list of a million entries kept for the tag,
-were 5 s and some 260 MiB of a 1M build's peak memory.
+again for a fingerprint would not be cheap, so their names, sizes, modification times and
+status change times stand for them (identity.py). The change time moves whenever a file
+is written, even with its modification time set back, or put in another's place, or its
+mode or links change (a `chmod -R` makes the next build read the files again); it is the
+same whether the file is looked at by its path or through a descriptor. A file rewritten
+twice within one tick of the file system's clock, to the same size, is still missed.
+`FileStock` hashes those as they are given, in the order the files are listed, without
+holding the list. The reader of the spec manifests gives it the status of each file as it
+opened it (tarball_sizes.py), so no file is looked at twice: a second `stat` of each, and
+the list of a million entries kept for the tag, were 5 s and some 260 MiB of a 1M build's
+peak memory.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ class FileStock:
     def __init__(self, kind: str) -> None:
         self._kind = kind
         self._sha = hashlib.sha256()
-        self._line: list[tuple[str, int, int, int, int]] = []
+        self._line: list[tuple[str, int, int, int]] = []
         self.complete = True
 
     def add(self, path: str, status: os.stat_result | None = None) -> None:
@@ -46,7 +50,7 @@ class FileStock:
                 self.complete = False
                 return
         name = path.rsplit("/", 1)[-1]
-        self._line.append((name, status.st_size, status.st_mtime_ns, *_identity(status)))
+        self._line.append((name, status.st_size, status.st_mtime_ns, status.st_ctime_ns))
         if len(self._line) == _FILES_PER_LINE:
             self._feed()
 
@@ -80,13 +84,6 @@ class FileStock:
                 text = json.dumps(line).encode()
             self._sha.update(text + b"\n")
             self._line = []
-
-
-def _identity(status: os.stat_result) -> tuple[int, int]:
-    """What else moves when a file changes and its size and time may not: its inode (a file
-    put in its place, a link pointed elsewhere) and the inode's change time (written again
-    with its modification time set back, its mode changed, a link made or removed)."""
-    return status.st_ino, status.st_ctime_ns
 
 
 def statuses_now(paths: Iterable[str]) -> Generator[tuple[str, os.stat_result | None]]:

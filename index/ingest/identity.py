@@ -7,7 +7,7 @@ manifest stands for the blob; a remote v2 mirror has `index.json.hash`; a local 
 or spec file is hashed whole (hashing runs ~1.5 GB/s, parsing ~0.2 GB/s), once: a later
 build knows it by its status (digest_memo.py) while that does not move; the many small
 files of a local mirror read past the opener (spec manifests, the spec files of a v2
-mirror without an index) are known by name, size and time (`Stock`). Where it cannot be
+mirror without an index) are known by name, size and times (`Stock`). Where it cannot be
 told cheaply and for sure (an OCI registry; any read that failed), there is no identity,
 and the tag is read again: a missing identity costs time, never answers.
 

@@ -23,6 +23,7 @@ __all__ = [
     "GZIP_OR_ZLIB",
     "Inflater",
     "gunzip",
+    "gzip_start",
     "inflated",
     "read_blob",
     "verifying_blob",
@@ -82,6 +83,20 @@ def gunzip(data: bytes, source: str, limits: SourceLimits) -> bytes:
     if not inflater.ended:
         raise SourceFormatError(f"{source}: gzip content ends before its end marker")
     return b"".join(pieces)
+
+
+def gzip_start(data: bytes, size: int) -> bytes:
+    """The first `size` bytes (or fewer) the start of gzip data inflates to, to tell what
+    it holds without inflating it whole; SourceFormatError if it is not valid gzip."""
+    start = b""
+    try:
+        for piece in Inflater(GZIP).feed(data):
+            start += piece
+            if len(start) >= size:
+                break
+    except zlib.error as exc:
+        raise SourceFormatError(f"not valid gzip content ({exc})") from None
+    return start[:size]
 
 
 def read_blob(blob: Location, checksum: str, opener: Opener) -> Blob:

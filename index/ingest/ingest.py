@@ -25,6 +25,7 @@ from cachegql.index.ingest.buildcache import (
 )
 from cachegql.index.ingest.cache_parts import CacheParts
 from cachegql.index.ingest.files import read_head, reason
+from cachegql.index.ingest.inflate import inflated
 from cachegql.index.ingest.listed_indexes import checked_blob
 from cachegql.index.ingest.locations import Opener, ReadError
 from cachegql.index.ingest.oci import read_oci
@@ -222,9 +223,10 @@ def _read_cache(
             data = request.data if request.data is not None else opener.read(location)
             return cache_data(read_spec_file(data, str(location)), request.label)
         if request.kind == "index":
-            if request.data is not None:
+            if request.data is not None:  # a blob is checked as stored, then inflated
                 blob = checked_blob(location, request.data)
-                database = read_database(request.data, str(location), seen)
+                content = inflated(request.data, location, opener)
+                database = read_database(content, str(location), seen)
                 return placed(cache_data(database, request.label), blob)
             return read_index_file(location, opener, request.label, seen, parts)
         if location.is_oci:  # an OCI repository is a mirror of its own layout

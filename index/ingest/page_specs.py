@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from cachegql.index.fields import SPEC_FIELDS
-from cachegql.index.records import SpecRecord
+from cachegql.index.records import MAX_SIZE, SpecRecord
 from cachegql.index.spack.compilers import parse_compiler
 from cachegql.index.spack.hashes import is_hash
 from cachegql.index.spack.variants import parse_variant
@@ -79,10 +79,14 @@ def _size(value: object, where: str) -> int | None:
     if value is None or value == "-":
         return None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    raise ValueError(where + f"'size' must be a byte count or '-', got {value!r}")
+        size = value
+    elif isinstance(value, str) and value.isdigit():
+        size = int(value)
+    else:
+        raise ValueError(where + f"'size' must be a byte count or '-', got {value!r}")
+    if size > MAX_SIZE:
+        raise ValueError(where + f"'size' of {size} bytes is more than a file can be")
+    return size
 
 
 def _tarball(value: object, where: str) -> str | None:

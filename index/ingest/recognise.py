@@ -20,8 +20,8 @@ import orjson
 
 from cachegql.index.ingest.buildcache import SPEC_FILE_SUFFIXES
 from cachegql.index.ingest.files import read_head, read_regular, reason
-from cachegql.index.ingest.inflate import GZIP_MAGIC, gunzip
-from cachegql.index.ingest.listed_indexes import manifest_root
+from cachegql.index.ingest.inflate import GZIP_MAGIC, gunzip, gzip_start
+from cachegql.index.ingest.listed_indexes import index_blob, manifest_root
 from cachegql.index.ingest.listings import ListingEntry, is_listing, json_error, read_listing
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
@@ -46,6 +46,8 @@ DEFAULT_STACK = "root"
 # Smaller JSON is still parsed whole, which costs little and tells a broken file by the
 # position of its error in the whole document.
 HEAD_ONLY_FROM = 1 << 20
+_GZIP_HEAD = 1 << 16  # compressed bytes read to tell what a gzip file holds
+_SIGNED = b"-----BEGIN PGP SIGNED MESSAGE"
 _INDEX_HEAD = re.compile(rb'\{\s*"database"\s*:')  # on a head stripped of its spaces
 
 
@@ -151,10 +153,10 @@ def _plan_file(
     try:
         start = read_head(path, 64)
         head = start.removeprefix(UTF8_BOM).lstrip()
-        if head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
+        if head.startswith(_SIGNED):
             plan.caches.append(_lone(location, "spec-file", tag, stack))
         elif start.startswith(GZIP_MAGIC):
-            _plan_gzip(location, read_regular(path), plan, opener, tag, stack)
+            _plan_gzip(location, None, plan, opener, tag, stack)
         elif _is_large_index(start, size):
             plan.caches.append(_lone(location, "index", tag, stack))
         elif head.startswith((b"{", b"[")):  # JSON: what it is takes reading it whole
@@ -180,7 +182,7 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
         plan.caches.append(_lone(location, "index", tag, stack, data))
     elif head.startswith((b"{", b"[")):
         _plan_json(location, data, plan, opener, tag, stack)
-    elif head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
+    elif head.startswith(_SIGNED):
         plan.caches.append(_lone(location, "spec-file", tag, stack, data))
     elif head.startswith(b"---"):
         plan.candidates.append(Candidate(Path(location.text), expected=True, data=data))
@@ -191,30 +193,36 @@ def _plan_url(location: Location, plan: Plan, opener: Opener, tag: str | None, s
 
 
 def _plan_gzip(
-    location: Location, data: bytes, plan: Plan, opener: Opener, tag: str | None, stack: str
+    location: Location,
+    body: bytes | None,
+    plan: Plan,
+    opener: Opener,
+    tag: str | None,
+    stack: str,
 ) -> None:
-    """A file or body compressed with gzip (`index.json.gz`, a v3 index blob copied out
-    of its mirror): what it inflates to within the limits, taken as that JSON would be.
-    A page is never compressed."""
+    """A local file (`body` None) or a body compressed with gzip (`index.json.gz`, a v3
+    index blob): told by what its start inflates to. An index is inflated by the ingest as
+    it reads it (a local one is then known by its file's digest, as any index, and a blob
+    checked against its name before); a listing or spec file, small, is inflated here
+    within the limits and taken as that JSON would be. A page is never compressed."""
     try:
-        data = gunzip(data, str(location), opener.limits)
+        head = read_head(location.path, _GZIP_HEAD) if body is None else body[:_GZIP_HEAD]
+        start = gzip_start(head, 64).removeprefix(UTF8_BOM).lstrip()
+        if index_blob(location) is not None or _INDEX_HEAD.match(start):
+            plan.caches.append(_lone(location, "index", tag, stack, body))
+        elif start.startswith((b"{", b"[", _SIGNED)):
+            compressed = read_regular(location.path) if body is None else body
+            data = gunzip(compressed, str(location), opener.limits)
+            if start.startswith(_SIGNED):
+                plan.caches.append(_lone(location, "spec-file", tag, stack, data))
+            else:
+                _plan_json(location, data, plan, opener, tag, stack)
+        else:
+            why = "compressed with gzip, but holds no JSON; skipped"
+            plan.problems.append(Problem(str(location), why))
     except SourceFormatError as exc:
-        message = without_location(str(location), str(exc))
-        plan.problems.append(
-            Problem(str(location), f"{message.removesuffix('; not read')}; skipped")
-        )
-        return
-    head = data[:64].removeprefix(UTF8_BOM).lstrip()
-    if _is_large_index(data[:64], len(data)):
-        plan.caches.append(_lone(location, "index", tag, stack, data))
-    elif head.startswith((b"{", b"[")):
-        _plan_json(location, data, plan, opener, tag, stack)
-    elif head.startswith(b"-----BEGIN PGP SIGNED MESSAGE"):
-        plan.caches.append(_lone(location, "spec-file", tag, stack, data))
-    else:
-        plan.problems.append(
-            Problem(str(location), "compressed with gzip, but holds no JSON; skipped")
-        )
+        message = without_location(str(location), str(exc)).removesuffix("; not read")
+        plan.problems.append(Problem(str(location), f"{message}; skipped"))
 
 
 def _is_large_index(start: bytes, size: int) -> bool:

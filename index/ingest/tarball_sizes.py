@@ -42,7 +42,7 @@ from cachegql.index.ingest.view_binaries import (
 )
 from cachegql.index.ingest.view_claims import ViewClaims
 from cachegql.index.peak_memory import peak_rss_mb
-from cachegql.index.records import Problem
+from cachegql.index.records import MAX_SIZE, Problem
 
 __all__ = [
     "PROCESS_FROM",
@@ -344,7 +344,6 @@ def _send_sizes(
 
 
 _NO_SIZE = "spec manifest without a tarball size; ignored"
-_LARGEST_SIZE = (1 << 63) - 1  # the largest file size (off_t); sizes are kept as int64
 # Spack's spec manifests are a few hundred bytes (a clearsigned one a few KB): a larger
 # file is not one, and is not read (a sparse file of 100 GB would be, whole).
 MANIFEST_MAX_BYTES = 1 << 20
@@ -390,7 +389,7 @@ def _tarball_size(
         return _NO_SIZE, status
     if type(size) is not int or size < 0:  # not a bool, nor a negative size
         return _NO_SIZE, status
-    if size > _LARGEST_SIZE:  # kept in int64 columns: it would not fit
+    if size > MAX_SIZE:
         return (
             f"spec manifest gives a tarball size of {size} bytes, more than a file can be; ignored",
             status,
