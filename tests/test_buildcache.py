@@ -200,6 +200,10 @@ def test_gzipped_json_sources_read_as_their_content(tmp_path: Path) -> None:
     zlib = json.loads(SMALL)["database"]["installs"][digest("zlib")]["spec"]
     spec = json.dumps({"spec": {"_meta": {"version": 5}, "nodes": [zlib]}})
     spec_file = write(tmp_path / "zlib.spec.gz", gzip.compress(spec.encode()))
+    # A v3 spec blob (Spack gzips them), given alone: a spec file, not an index.
+    spec_stored = gzip.compress(spec.encode())
+    spec_sum = hashlib.sha256(spec_stored).hexdigest()
+    spec_blob = write(tmp_path / "m" / "blobs" / "sha256" / spec_sum[:2] / spec_sum, spec_stored)
     with MirrorHTTPServer(tmp_path) as http, HttpReader(None) as reader:
         sources += [http.url_for("small.json.gz"), http.url_for("large.gz")]
         sources.append(http.url_for(blob.relative_to(tmp_path).as_posix()))
@@ -209,16 +213,26 @@ def test_gzipped_json_sources_read_as_their_content(tmp_path: Path) -> None:
             assert report.specs == 2 and not report.problems, (source, report.problems)
             with serving(report.folder) as gql:
                 answers.append(gql.data("{ specs { nodes { hash name stacks } } }"))
-        for source in (spec_file, http.url_for("zlib.spec.gz")):
+        for source in (spec_file, http.url_for("zlib.spec.gz"), spec_blob):
             report = build_index([source], tmp_path / "ix-spec", tag="develop", reader=reader)
             assert report.specs == 1, (source, report.problems)
             assert all(str(source) not in p.path for p in report.problems), report.problems
     assert len(answers) == 7 and all(answer == answers[0] for answer in answers), answers
     # A local index is read, and inflated, by the ingest: known by its file's digest after.
+    [planned] = plan_sources([sources[1]], opener=Opener(), tag="develop").caches
+    assert planned.kind == "index" and planned.data is None
     again = build_index([sources[1]], tmp_path / "ix1", tag="develop")
     assert again.reused == ["develop"], again.summary()
+    # A v2 mirror's index.json is never gzipped by Spack: refused alike, with a .hash or not.
+    mirror = tmp_path / "v2" / "build_cache"
+    write(mirror / "index.json", whole := gzip.compress(SMALL))
+    for hashed in (False, True):
+        if hashed:
+            write(mirror / "index.json.hash", hashlib.sha256(whole).hexdigest())
+        with pytest.raises(BuildError, match="not valid JSON"):
+            build_index([mirror.parent], tmp_path / "ix-v2", tag="develop")
 
-    whole, listed = gzip.compress(SMALL), gzip.compress(listing.encode())
+    listed = gzip.compress(listing.encode())
     bad = {
         "listing-cut.gz": (listed[: len(listed) - 9], "gzip content ends before its end marker"),
         "damaged.gz": (whole[:10] + b"\xff" * 20 + whole[30:], "not valid gzip content"),

@@ -129,17 +129,20 @@ def _index_database(
 ) -> Database:
     """The database of the index at `location`: from its part where `parts` has one that
     the build knows the index by, else read (parsed while it is checked against the sha256
-    `expected`, where one is given; inflated when gzipped, a blob) and kept as a part."""
+    `expected`, where one is given; with `inflate`, inflated when gzipped: a blob, an index
+    file given alone, never a v2 mirror's `index.json`) and kept as a part. A part is
+    named by whether its bytes were to be inflated: the same bytes read either way differ."""
     known = None if expected is None else expected.lower()  # as the build knows digests
-    as_blob = inflate and expected is not None  # its part is of the bytes inflated
     if parts is not None:
-        database = parts.load(location, source, seen, opener, known, inflated=as_blob)
+        database = parts.load(location, source, seen, opener, known, inflated=inflate)
         if database is not None:
             return database
     entries: list[PartEntry] | None = [] if parts is not None else None
-    if expected is None:  # an index file, inflated when gzipped (`index.json.gz`)
-        data = inflated(opener.read(location), location, opener)
-        database = _database(data, source, seen, part=entries)
+    if expected is None:
+        body: Blob = opener.read(location)
+        if inflate:  # an index file given alone, gzipped (`index.json.gz`)
+            body = inflated(body, location, opener)
+        database = _database(body, source, seen, part=entries)
         sha256 = opener.body_digest(location.text)
     else:
         verify = verifying_blob(location, expected, opener) if inflate else None
@@ -147,7 +150,7 @@ def _index_database(
             database = _database(data, source, seen, check, entries)
         sha256 = known
     if parts is not None and entries is not None:
-        parts.keep(sha256, database, entries, keyed=seen is not None, inflated=as_blob)
+        parts.keep(sha256, database, entries, keyed=seen is not None, inflated=inflate)
     return database
 
 

@@ -2,12 +2,13 @@
 
 A local mirror has files its ingest reads past the opener: a spec manifest per binary
 (a million at 1M specs), a v2 mirror's spec files when it has no index. Reading them
-again for a fingerprint would not be cheap, so their names, sizes, modification times and
-status change times stand for them (identity.py). The change time moves whenever a file
-is written, even with its modification time set back, or put in another's place, or its
-mode or links change (a `chmod -R` makes the next build read the files again); it is the
-same whether the file is looked at by its path or through a descriptor. A file rewritten
-twice within one tick of the file system's clock, to the same size, is still missed.
+again for a fingerprint would not be cheap, so their names and statuses stand for them
+(identity.py): size, modification time, inode and status change time. The change time
+moves whenever a file is written, even with its modification time set back, or put in
+another's place, or its mode or links change (a `chmod -R` makes the next build read the
+files again). A file system whose inode numbers change between mounts (some FUSE and CIFS
+mounts) has its files read again each build. A file rewritten twice within one tick of the
+file system's clock, to the same size, is still missed.
 `FileStock` hashes those as they are given, in the order the files are listed, without
 holding the list. The reader of the spec manifests gives it the status of each file as it
 opened it (tarball_sizes.py), so no file is looked at twice: a second `stat` of each, and
@@ -37,7 +38,7 @@ class FileStock:
     def __init__(self, kind: str) -> None:
         self._kind = kind
         self._sha = hashlib.sha256()
-        self._line: list[tuple[str, int, int, int]] = []
+        self._line: list[tuple[str, int, int, int, int]] = []
         self.complete = True
 
     def add(self, path: str, status: os.stat_result | None = None) -> None:
@@ -50,7 +51,7 @@ class FileStock:
                 self.complete = False
                 return
         name = path.rsplit("/", 1)[-1]
-        self._line.append((name, status.st_size, status.st_mtime_ns, status.st_ctime_ns))
+        self._line.append((name, *_status_key(status)))
         if len(self._line) == _FILES_PER_LINE:
             self._feed()
 
@@ -84,6 +85,13 @@ class FileStock:
                 text = json.dumps(line).encode()
             self._sha.update(text + b"\n")
             self._line = []
+
+
+def _status_key(status: os.stat_result) -> tuple[int, int, int, int]:
+    """What stands for a file's content: its size and modification time, and what moves
+    when those may not: its inode (a link pointed at another file) and its status change
+    time (written again with its modification time set back, put in another's place)."""
+    return status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns
 
 
 def statuses_now(paths: Iterable[str]) -> Generator[tuple[str, os.stat_result | None]]:

@@ -21,7 +21,7 @@ import orjson
 from cachegql.index.ingest.buildcache import SPEC_FILE_SUFFIXES
 from cachegql.index.ingest.files import read_head, read_regular, reason
 from cachegql.index.ingest.inflate import GZIP_MAGIC, gunzip, gzip_start
-from cachegql.index.ingest.listed_indexes import index_blob, manifest_root
+from cachegql.index.ingest.listed_indexes import manifest_root
 from cachegql.index.ingest.listings import ListingEntry, is_listing, json_error, read_listing
 from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
@@ -46,7 +46,7 @@ DEFAULT_STACK = "root"
 # Smaller JSON is still parsed whole, which costs little and tells a broken file by the
 # position of its error in the whole document.
 HEAD_ONLY_FROM = 1 << 20
-_GZIP_HEAD = 1 << 16  # compressed bytes read to tell what a gzip file holds
+_GZIP_HEAD = 1 << 20  # compressed bytes read to tell what a gzip file holds
 _SIGNED = b"-----BEGIN PGP SIGNED MESSAGE"
 _INDEX_HEAD = re.compile(rb'\{\s*"database"\s*:')  # on a head stripped of its spaces
 
@@ -201,22 +201,22 @@ def _plan_gzip(
     stack: str,
 ) -> None:
     """A local file (`body` None) or a body compressed with gzip (`index.json.gz`, a v3
-    index blob): told by what its start inflates to. An index is inflated by the ingest as
-    it reads it (a local one is then known by its file's digest, as any index, and a blob
-    checked against its name before); a listing or spec file, small, is inflated here
-    within the limits and taken as that JSON would be. A page is never compressed."""
+    blob): told by what its start inflates to. An index is inflated by the ingest as it
+    reads it (a local one is then known by its file's digest, as any index, and a blob
+    checked against its name as stored first); a listing or spec file, small, is inflated
+    here within the limits and taken as that JSON would be. A page is never compressed."""
     try:
         head = read_head(location.path, _GZIP_HEAD) if body is None else body[:_GZIP_HEAD]
         start = gzip_start(head, 64).removeprefix(UTF8_BOM).lstrip()
-        if index_blob(location) is not None or _INDEX_HEAD.match(start):
+        if _INDEX_HEAD.match(start):
             plan.caches.append(_lone(location, "index", tag, stack, body))
         elif start.startswith((b"{", b"[", _SIGNED)):
             compressed = read_regular(location.path) if body is None else body
             data = gunzip(compressed, str(location), opener.limits)
             if start.startswith(_SIGNED):
                 plan.caches.append(_lone(location, "spec-file", tag, stack, data))
-            else:
-                _plan_json(location, data, plan, opener, tag, stack)
+            else:  # an index laid out otherwise is read as stored, as above
+                _plan_json(location, data, plan, opener, tag, stack, gzipped=True, body=body)
         else:
             why = "compressed with gzip, but holds no JSON; skipped"
             plan.problems.append(Problem(str(location), why))
@@ -233,8 +233,18 @@ def _is_large_index(start: bytes, size: int) -> bool:
 
 
 def _plan_json(
-    location: Location, data: bytes, plan: Plan, opener: Opener, tag: str | None, stack: str
+    location: Location,
+    data: bytes,
+    plan: Plan,
+    opener: Opener,
+    tag: str | None,
+    stack: str,
+    *,
+    gzipped: bool = False,
+    body: bytes | None = None,
 ) -> None:
+    """`data` as the JSON it is. Inflated from gzip (`gzipped`), an index is planned with
+    its bytes as stored: the `body` read, or (None) its file, for the ingest to read."""
     # JSON has no byte order mark, but editors on Windows write one (RFC 8259 lets a parser
     # ignore it): the readers after this one get the document without it.
     data = data.removeprefix(UTF8_BOM)
@@ -244,7 +254,7 @@ def _plan_json(
         plan.problems.append(Problem(str(location), json_error(exc)))
         return
     if isinstance(document, dict) and "database" in document:
-        plan.caches.append(_lone(location, "index", tag, stack, data))
+        plan.caches.append(_lone(location, "index", tag, stack, body if gzipped else data))
     elif manifest_root(location) is not None and isinstance(document, dict) and "data" in document:
         plan.caches.append(_lone(location, "cache", tag, stack))  # read for its blob
     elif isinstance(document, dict) and "spec" in document:
