@@ -144,6 +144,19 @@ def test_a_large_index_is_told_by_its_head_and_read_a_record_at_a_time(tmp_path:
             build_index([broken, small], tmp_path / f"strict{n}", tag="t", strict=True)
 
 
+def _answers_of_each(
+    sources: list[str | Path], tmp_path: Path, reader: HttpReader
+) -> list[dict[str, Any]]:
+    """Each source built alone (two specs, no problem), and what it then answers."""
+    answers = []
+    for n, source in enumerate(sources):
+        report = build_index([source], tmp_path / f"ix{n}", tag="develop", reader=reader)
+        assert report.specs == 2 and not report.problems, (source, report.problems)
+        with serving(report.folder) as gql:
+            answers.append(gql.data("{ specs { nodes { hash name stacks } } }"))
+    return answers
+
+
 def test_json_sources_saved_with_a_byte_order_mark_read_as_without(tmp_path: Path) -> None:
     """A listing, an index (small, or large and then parsed whole) or a spec file that an
     editor saved with a UTF-8 byte order mark: read as the same JSON without it, a file or
@@ -159,12 +172,7 @@ def test_json_sources_saved_with_a_byte_order_mark_read_as_without(tmp_path: Pat
     with MirrorHTTPServer(tmp_path) as http, HttpReader(None) as reader:
         sources: list[str | Path] = [small, http.url_for("small.json"), large, listing]
         sources.append(http.url_for("listing.json"))
-        answers = []
-        for n, source in enumerate(sources):
-            report = build_index([source], tmp_path / f"ix{n}", tag="develop", reader=reader)
-            assert report.specs == 2 and not report.problems, (source, report.problems)
-            with serving(report.folder) as gql:
-                answers.append(gql.data("{ specs { nodes { hash name stacks } } }"))
+        answers = _answers_of_each(sources, tmp_path, reader)
     assert all(answer == answers[0] for answer in answers), answers
     zlib = json.loads(SMALL)["database"]["installs"][digest("zlib")]["spec"]
     spec = {"spec": {"_meta": {"version": 5}, "nodes": [zlib]}}
@@ -207,12 +215,7 @@ def test_gzipped_json_sources_read_as_their_content(tmp_path: Path) -> None:
     with MirrorHTTPServer(tmp_path) as http, HttpReader(None) as reader:
         sources += [http.url_for("small.json.gz"), http.url_for("large.gz")]
         sources.append(http.url_for(blob.relative_to(tmp_path).as_posix()))
-        answers = []
-        for n, source in enumerate(sources):
-            report = build_index([source], tmp_path / f"ix{n}", tag="develop", reader=reader)
-            assert report.specs == 2 and not report.problems, (source, report.problems)
-            with serving(report.folder) as gql:
-                answers.append(gql.data("{ specs { nodes { hash name stacks } } }"))
+        answers = _answers_of_each(sources, tmp_path, reader)
         for source in (spec_file, http.url_for("zlib.spec.gz"), spec_blob):
             report = build_index([source], tmp_path / "ix-spec", tag="develop", reader=reader)
             assert report.specs == 1, (source, report.problems)
