@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cachegql.server.cli_flags import add_s3_endpoint
-from cachegql.server.interrupts import Terminated, sigterm_raises, stopped
+from cachegql.server.interrupts import Terminated, stop_signals_raise, stopped
 
 if TYPE_CHECKING:
     from cachegql.index import SourceLimits
@@ -229,7 +229,7 @@ def _index(args: argparse.Namespace) -> int:
     )
     published = _link(args.out)
     try:
-        with sigterm_raises():
+        with stop_signals_raise():
             report = build_index(
                 args.sources,
                 args.out,

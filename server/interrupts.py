@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["Terminated", "sigterm_raises", "stopped"]
+__all__ = ["Terminated", "stop_signals_raise", "stopped"]
 
 
 class Terminated(BaseException):
@@ -19,22 +19,44 @@ class Terminated(BaseException):
 
 
 @contextlib.contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """Turn SIGTERM into `Terminated` for the block (unless it is ignored, as the
-    parent asked, or this is not the main thread, which alone receives signals)."""
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous == signal.SIG_IGN or threading.current_thread() is not threading.main_thread():
+def stop_signals_raise() -> Iterator[None]:
+    """Turn SIGTERM into `Terminated` for the block, as SIGINT is KeyboardInterrupt (unless
+    it is ignored, as the parent asked, or this is not the main thread, which alone
+    receives signals). A library that catches the raised stop and fails otherwise (numpy's
+    `tofile`, interrupted while writing a column, raises a TypeError instead) still ends the
+    block as the stop: once a stop signal arrived, any error leaving the block is that stop."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    received: list[int] = []
+    previous = {signum: signal.getsignal(signum) for signum in _STOPS}
 
-    def terminate(signum: int, frame: FrameType | None) -> None:
-        raise Terminated
+    def stop(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        raise _stop(signum)
 
-    signal.signal(signal.SIGTERM, terminate)
+    for signum, handler in previous.items():
+        if handler not in (signal.SIG_IGN, None):
+            signal.signal(signum, stop)
     try:
         yield
+    except (KeyboardInterrupt, Terminated):
+        raise
+    except BaseException as exc:
+        if received:
+            raise _stop(received[-1]) from exc
+        raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _stop(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
 
 
 def stopped(message: str) -> None:

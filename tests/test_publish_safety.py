@@ -338,6 +338,8 @@ def _stop_in_write_phase(out: Path, stop: signal.Signals) -> subprocess.Popen[st
             partials = _partials(out)
             if partials and (partials[0] / "tags" / "0").exists():
                 run.send_signal(signal.SIGSTOP)
+                # Delivered, not only sent: a run still going could publish after the look.
+                _wait_until_stopped(run)
                 if _partials(out) and run.poll() is None:  # paused before its publish
                     run.send_signal(stop)
                     run.send_signal(signal.SIGCONT)
@@ -345,6 +347,19 @@ def _stop_in_write_phase(out: Path, stop: signal.Signals) -> subprocess.Popen[st
                 run.send_signal(signal.SIGCONT)
         run.communicate(timeout=WAIT)
     pytest.fail("never caught `cachegql index` writing its build")
+
+
+def _wait_until_stopped(run: subprocess.Popen[str]) -> None:
+    """Until the kernel shows `run` stopped (state T in /proc), or it has ended."""
+    deadline = time.monotonic() + WAIT
+    while run.poll() is None and time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{run.pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):  # gone meanwhile
+            return
+        if state in ("T", "t"):
+            return
+        time.sleep(0.001)
 
 
 @pytest.mark.parametrize(
