@@ -38,12 +38,12 @@ from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
-from sys import intern
 from typing import Any
 
 from cachegql.index.ingest.dag_nodes import Database, Edge, Node
 from cachegql.index.ingest.locations import Location, Opener
 from cachegql.index.ingest.seen_nodes import SeenNodes
+from cachegql.index.ingest.size_packing import packed_sizes, unpacked_sizes
 from cachegql.index.ingest.spackdb import PartEntry
 from cachegql.index.ingest.tarball_sizes import Sizes
 from cachegql.index.records import Problem
@@ -131,9 +131,8 @@ def encode_sizes(sizes: Sizes) -> bytes:
     """The bytes of a sizes part: the hashes as one text (a spec hash holds no "/"), the
     sizes in a typed array, the problems as (path, message)."""
     found, problems = sizes
-    hashes = "/".join(found).encode("utf-8", "surrogateescape")
-    counts = array("q", found.values()).tobytes()
-    body = marshal.dumps((hashes, counts, [(p.path, p.message) for p in problems]), 4)
+    hashes, counts = packed_sizes(found)
+    body = marshal.dumps((hashes, counts.tobytes(), [(p.path, p.message) for p in problems]), 4)
     return _SIZES_MAGIC + hashlib.blake2b(body, digest_size=_CHECK).digest() + body
 
 
@@ -147,9 +146,7 @@ def decode_sizes(data: bytes) -> Sizes | None:
         hashes, counts, problems = marshal.loads(body)
         sizes = array("q")
         sizes.frombytes(counts)
-        names = hashes.decode("utf-8", "surrogateescape").split("/") if sizes else []
-        found = dict(zip(map(intern, names), sizes, strict=True))
-        return found, [Problem(path, message) for path, message in problems]
+        return unpacked_sizes(hashes, sizes), [Problem(p, message) for p, message in problems]
     except (EOFError, ValueError, TypeError, AttributeError):
         return None
 

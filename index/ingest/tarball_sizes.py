@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from sys import intern
 
 import orjson
 
@@ -31,6 +30,7 @@ from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.files import TooLargeError, read_regular_status, reason
 from cachegql.index.ingest.limits import SourceLimits
 from cachegql.index.ingest.locations import Opener
+from cachegql.index.ingest.size_packing import NAMES, by_node_hash, unpacked_sizes
 from cachegql.index.ingest.spackdb import strip_clearsign
 from cachegql.index.ingest.view_binaries import (
     PackedOutcome,
@@ -140,13 +140,12 @@ class PendingSizes:
             try:
                 packed: _Packed = pickle.loads(self._receiver.recv_bytes())
                 hashes, sizes, problems, outcomes, self.stock = packed
-                names = hashes.decode(_NAMES, "surrogateescape").split("/") if sizes else []
                 with contextlib.suppress(EOFError, OSError):  # the sizes are in all the same
                     self.peak_rss_mb = self._receiver.recv()
                 self.view_outcomes = [unpack(outcome) for outcome in outcomes]
                 if len(self.view_outcomes) + len(self.views_read_here) != len(self._views):
                     raise RuntimeError("views read by neither process, or by both")
-                return _by_node_hash(names, sizes), problems
+                return unpacked_sizes(hashes, sizes), problems
             except (EOFError, OSError):  # the process ended without them: read them here
                 pass
             finally:
@@ -154,7 +153,7 @@ class PendingSizes:
         stock = FileStock(STOCK_KIND)
         found, problems = tarball_sizes(self._specs, stock)
         self.stock = stock.digest()
-        return _by_node_hash(found.keys(), found.values()), problems
+        return by_node_hash(found.keys(), found.values()), problems
 
     def view_outcomes_read(self, opener: Opener) -> list[ViewOutcome]:
         """Each view's outcome, in order, once the sizes are in: as this process read it
@@ -317,7 +316,7 @@ def _send_sizes(
         if isinstance(size, str):
             problems.append(Problem(path, size))
         else:
-            hashes += _hash_of(path).encode(_NAMES, "surrogateescape") + b"/"
+            hashes += _hash_of(path).encode(NAMES, "surrogateescape") + b"/"
             sizes.append(size)
     if unlisted:  # a folder not read: nothing stands for its files
         stock.unread()
@@ -350,14 +349,6 @@ MANIFEST_MAX_BYTES = 1 << 20
 _UNLISTED = "folder of spec manifests cannot be listed; the sizes of its binaries are unknown"
 _CHECK_EVERY = 1024  # manifests read between two looks at whether the build is still there
 _STOPPING_SECONDS = 5.0
-_NAMES = "utf-8"  # file names as os.scandir gives them, undecodable bytes and all
-
-
-def _by_node_hash(hashes: Iterable[str], sizes: Iterable[int]) -> dict[str, int]:
-    """The sizes by hash, each hash the tag's node's own string: its nodes interned their
-    hashes (a million fewer strings, 80 MB at 1M specs, and a lookup by a node's hash
-    ends at its identity)."""
-    return dict(zip(map(intern, hashes), sizes, strict=True))
 
 
 def _hash_of(path: str) -> str:
