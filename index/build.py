@@ -6,17 +6,16 @@ import gc
 import hashlib
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from cachegql.index.binary_urls import public_base
+from cachegql.index.build_code import CODE_FILES, CODE_REVISION, code_digest, fingerprint_salt
 from cachegql.index.build_report import BuildReport, cycle_message, nothing_found
 from cachegql.index.disk import publish
 from cachegql.index.disk.dagwrite import CycleError
-from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.reuse import PreviousBuild, ReusedTag
 from cachegql.index.disk.verify import FileEntry
 from cachegql.index.disk.write import write_manifest, write_tag_folder
@@ -39,11 +38,13 @@ from cachegql.index.ingest.digest_memo import write_recorded
 from cachegql.index.ingest.identity import (
     CONTENT_LIMITS,
     RecordingOpener,
+    local_mirrors,
     spec_manifest_stocks,
     tag_fingerprint,
     take_stock,
 )
 from cachegql.index.ingest.locations import UrlMap
+from cachegql.index.ingest.look_ahead import LookAhead
 from cachegql.index.ingest.recognise import Plan
 from cachegql.index.peak_memory import peak_rss_mb
 from cachegql.index.records import Problem
@@ -57,47 +58,6 @@ __all__ = [
     "code_digest",
     "fingerprint_salt",
 ]
-
-# The source files (under the `cachegql.index` package) that decide what a build writes
-# for given sources: the ingest, the writers and what they use. Their sha256 is part of
-# every tag's fingerprint, so a change to any of them rebuilds every tag.
-CODE_FILES = (
-    "build.py",
-    "build_report.py",
-    "binary_urls.py",
-    "fields.py",
-    "records.py",
-    "ingest/**/*.py",
-    "spack/**/*.py",
-    "disk/write*.py",
-    "disk/dagwrite.py",
-    "disk/walk.py",
-    "disk/columns.py",
-    "disk/layout.py",
-    "disk/text.py",
-)
-
-# A manual bump on top of the code's digest, for a change outside CODE_FILES that changes
-# what is written (a dependency's behaviour, say).
-CODE_REVISION = 1
-
-
-def code_digest(package: Path) -> str:
-    """The sha256 of the CODE_FILES of the `cachegql.index` package folder `package`,
-    names and contents."""
-    digest = hashlib.sha256()
-    paths = {path for pattern in CODE_FILES for path in package.glob(pattern) if path.is_file()}
-    for path in sorted(paths, key=lambda p: p.relative_to(package).as_posix()):
-        digest.update(f"{path.relative_to(package).as_posix()}\n".encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-@cache
-def fingerprint_salt() -> tuple[object, ...]:
-    """Besides a tag's sources, what its files depend on (index/ingest/identity.py): the
-    format and the code; found once, when a first fingerprint is."""
-    return (FORMAT_VERSION, code_digest(Path(__file__).parent), CODE_REVISION)
 
 
 class BuildError(Exception):
@@ -214,6 +174,7 @@ class _TagBuild:
         self.parts_taken = 0
         self.sizes_taken = 0
         self.read_since_collected = False  # a tag was read (not reused): its cycles remain
+        self.looks = LookAhead([])  # the fingerprints' looks at local mirrors (`run`'s)
 
     @property
     def total(self) -> int:
@@ -222,26 +183,46 @@ class _TagBuild:
     def run(self, plan: Plan) -> None:
         self.result = ingest_pages(plan, strict=self.strict, on_source=self.count)
         requests = caches_by_tag(plan)
-        for tag in sorted(set(self.result.tables) | set(requests)):
-            if self.read_since_collected:
-                # The previous tag's cycles go before this one is read (the collector is
-                # paused). None is run after the last tag: a CLI build's exit frees them,
-                # where a collection made it wait 0.8 s at 1M specs; a build run in a
-                # longer process leaves them to its collector, once it is running again.
-                gc.collect()
-                self.read_since_collected = False
-            self._tag(tag, requests.get(tag, []))
+        tags = sorted(set(self.result.tables) | set(requests))
+        self.looks = LookAhead(
+            [
+                (tag, root)
+                for tag in tags
+                if self._earlier(tag, requests)
+                for root in local_mirrors(requests[tag])
+            ]
+        )
+        self.looks.start()
+        try:
+            for tag in tags:
+                if self.read_since_collected:
+                    # The previous tag's cycles go before this one is read (the collector is
+                    # paused). None is run after the last tag: a CLI build's exit frees them,
+                    # where a collection made it wait 0.8 s at 1M specs; a build run in a
+                    # longer process leaves them to its collector, once it is running again.
+                    gc.collect()
+                    self.read_since_collected = False
+                self._tag(tag, requests.get(tag, []))
+        finally:
+            self.looks.close()
+
+    def _earlier(self, tag: str, requests: Mapping[str, list[CacheRequest]]) -> str | None:
+        """The previous build's fingerprint of `tag`, if it is to be compared with it: a
+        tag of build caches alone (a tag with pages is always read again: its pages were,
+        to learn their tag)."""
+        cached_only = bool(requests.get(tag)) and tag not in self.result.tables
+        return self.previous.fingerprint(tag) if self.previous and cached_only else None
 
     def _tag(self, tag: str, requests: list[CacheRequest]) -> None:
-        # A tag with pages is always read again: its pages were, to learn their tag.
         cached_only = bool(requests) and tag not in self.result.tables
         folder = f"tags/{len(self.entries)}"
-        earlier = self.previous.fingerprint(tag) if self.previous and cached_only else None
+        earlier = self._earlier(tag, {tag: requests})
         checking = None
         if self.previous is not None and earlier is not None:
             self.compared += 1
             # Local files are hashed again only if their status moved (digest_memo.py).
             checking = RecordingOpener(self.opener, self.previous.file_digests)
+            checking.look = self.looks.for_tag(tag)
             fingerprint = tag_fingerprint(tag, requests, checking, fingerprint_salt())
             reused = None
             if fingerprint == earlier:

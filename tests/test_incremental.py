@@ -23,7 +23,7 @@ from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import IndexStore, StrictModeError, build_index
 from cachegql.index import build as build_module
 from cachegql.index.build import BuildReport, code_digest
-from cachegql.index.ingest import SourceLimits, tarball_sizes
+from cachegql.index.ingest import SourceLimits, look_ahead, tarball_sizes
 from cachegql.index.ingest.files import read_regular_status
 from cachegql.server.fetch import HttpReader
 from tests import oracle_queries as oq
@@ -293,6 +293,30 @@ def test_a_changed_local_v3_mirror_is_read_again(
     removed = build_index([mirror], out, tag="develop")
     assert removed.reused == [] and removed.compared == 1
     assert build_index([mirror], out, tag="develop").reused == ["develop"]
+
+
+@pytest.mark.parametrize("ahead_from", [1, None], ids=["helper", "build-alone"])
+def test_local_v3_mirrors_looked_at_ahead_are_reused_and_read_again_alike(
+    sources: Path, tmp_path: Path, ahead_from: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each tag a local v3 mirror listed by its root: the fingerprints' looks at their
+    spec manifests taken by a helper ahead of need (look_ahead.py, from the first
+    manifest) or by the build alone. Unchanged tags are reused, the one whose manifest
+    was touched is read again, and the build holds what a full build does."""
+    if ahead_from is not None:
+        monkeypatch.setattr(look_ahead, "AHEAD_FROM", ahead_from)
+    _write_listing(sources, {tag: [{"label": "root", "url": f"{tag}/mirror"}] for tag in TAGS})
+    out = tmp_path / "ix"
+    assert _build(sources, out).compared == 0
+    assert _build(sources, out).reused == list(TAGS)
+    manifests = sources / "v0.22" / "mirror" / "v3" / "manifests" / "spec"
+    manifest = next(manifests.glob("*/*.spec.manifest.json"))
+    status = manifest.stat()
+    os.utime(manifest, ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))
+    again = _build(sources, out)
+    assert again.reused == ["develop", "v0.23"] and again.compared == 3
+    _same_as_full(sources, again, tmp_path)
+    assert _build(sources, out).reused == list(TAGS)
 
 
 def test_pages_are_always_read(tmp_path: Path) -> None:

@@ -24,14 +24,12 @@ from cachegql.index import BuildReport
 from cachegql.index.ingest import identity
 from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.locations import ReadError
+from cachegql.index.ingest.manifest_listing import is_regular, listed_manifests, manifest_paths
 from cachegql.index.ingest.tarball_sizes import (
     MANIFEST_MAX_BYTES,
     STOCK_KIND,
     PendingSizes,
-    _is_regular,
-    _listed_manifests,
     _send_sizes,
-    manifest_paths,
     tarball_sizes,
 )
 
@@ -274,9 +272,7 @@ def test_manifests_listed_as_links_are_checked_before_they_are_opened(
     manifest = next(folder.glob("*.spec.manifest.json"))
     (folder / "linked-1.0-hlinked.spec.manifest.json").symlink_to(manifest)
     (folder / "zero-1.0-hzero.spec.manifest.json").symlink_to("/dev/zero")
-    listed = {
-        path.rsplit("/", 1)[-1]: _is_regular(entry) for path, entry in _listed_manifests(root)
-    }
+    listed = {path.rsplit("/", 1)[-1]: is_regular(entry) for path, entry in listed_manifests(root)}
     assert listed[manifest.name] is True
     assert listed["linked-1.0-hlinked.spec.manifest.json"] is False
     assert listed["zero-1.0-hzero.spec.manifest.json"] is False

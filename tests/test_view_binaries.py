@@ -29,6 +29,7 @@ from cachegql.index.ingest.buildcache import (
     _view_blobs,
     read_mirror,
 )
+from cachegql.index.ingest.claims import ViewClaims
 from cachegql.index.ingest.dag_nodes import Database
 from cachegql.index.ingest.identity import RecordingOpener
 from cachegql.index.ingest.limits import EXPANSION_FLOOR, SourceLimits
@@ -38,7 +39,6 @@ from cachegql.index.ingest.tables import TagTable
 from cachegql.index.ingest.tag_graph import TagGraph
 from cachegql.index.ingest.tarball_sizes import PendingSizes
 from cachegql.index.ingest.view_binaries import ViewBlob, ViewOutcome, view_outcome
-from cachegql.index.ingest.view_claims import ViewClaims
 
 
 def _views(mirror: Path) -> list[Path]:
@@ -232,7 +232,7 @@ def test_a_reader_killed_holding_the_claims_is_given_up_on(damaged: Path) -> Non
     assert pending._claims is not None
     os.kill(pending._process.pid, signal.SIGKILL)
     try:
-        with _held(pending._claims):  # as by the reader, killed holding it
+        with _held(pending._claims._bounds.get_lock()):  # as by the reader, killed holding it
             _within(10, lambda: pending.read_views_here(lambda view: view_outcome(view, opener)))
         assert pending.views_read_here == {}
         sizes = pending.result()
@@ -299,18 +299,17 @@ def test_a_claim_gives_up_when_the_other_process_died_holding_the_lock() -> None
     def gone() -> bool:
         return False
 
-    with _held(claims):
+    with _held(claims._bounds.get_lock()):
         _within(10, lambda: asked.append(claims.last(gone)))
     assert asked == [None]
     assert claims.last(gone) == 2  # given back: taken at once
 
 
 @contextlib.contextmanager
-def _held(claims: ViewClaims) -> Iterator[None]:
-    """The claims' lock held by a thread of its own (a lock's owner is a thread: one
+def _held(lock: Any) -> Iterator[None]:
+    """A claims' lock held by a thread of its own (a lock's owner is a thread: one
     that ended could be taken for the next with its number), given back on leaving."""
     taken, leave = threading.Event(), threading.Event()
-    lock = claims._bounds.get_lock()
 
     def hold() -> None:
         lock.acquire()

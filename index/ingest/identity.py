@@ -33,10 +33,11 @@ from cachegql.index.ingest.locations import (
     Opener,
     ReadError,
 )
+from cachegql.index.ingest.manifest_listing import manifest_folders
 from cachegql.index.ingest.recognise import CacheRequest
 from cachegql.index.ingest.recording import RecordingOpener, Stock
 from cachegql.index.ingest.spackdb import SourceFormatError
-from cachegql.index.ingest.tarball_sizes import STOCK_KIND, manifest_paths
+from cachegql.index.ingest.tarball_sizes import STOCK_KIND
 from cachegql.index.records import Problem
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "RecordingOpener",
     "Stock",
     "cache_identity",
+    "local_mirrors",
+    "look",
     "spec_manifest_stocks",
     "tag_fingerprint",
     "take_stock",
@@ -111,9 +114,18 @@ def cache_identity(request: CacheRequest, opener: RecordingOpener) -> str | None
 def take_stock(requests: Sequence[CacheRequest], opener: RecordingOpener) -> None:
     """Before a tag's ingest: the `Stock` of each of its local mirrors, into `opener`
     (but the spec manifests', which their reader gives)."""
-    for request in requests:
-        if _is_mirror(request) and not request.location.is_url:
-            opener.stock[request.location.text] = _look(request.location, manifests=False)
+    for root in local_mirrors(requests):
+        opener.stock[root.text] = look(root, manifests=False)
+
+
+def local_mirrors(requests: Iterable[CacheRequest]) -> list[Location]:
+    """The roots of the local mirrors among `requests`, in order: those a fingerprint
+    `look`s at (before their tag's ingest)."""
+    return [
+        request.location
+        for request in requests
+        if _is_mirror(request) and not request.location.is_url
+    ]
 
 
 def spec_manifest_stocks(opener: RecordingOpener) -> dict[str, str]:
@@ -136,7 +148,7 @@ def _is_mirror(request: CacheRequest) -> bool:
     )
 
 
-def _look(root: Location, manifests: bool = True) -> Stock | None:
+def look(root: Location, manifests: bool = True) -> Stock | None:
     """A local mirror's `Stock` (without its spec manifests' unless `manifests`); None
     if a folder of it cannot be listed, or a file in it cannot be looked at."""
     try:
@@ -147,8 +159,12 @@ def _look(root: Location, manifests: bool = True) -> Stock | None:
         spec_manifests = None
         if manifests:
             unlisted: list[Problem] = []
-            paths = manifest_paths(root.join(*V3_SPECS).path, unlisted)
-            spec_manifests = _stock_now(STOCK_KIND, paths)
+            stock = FileStock(STOCK_KIND)
+            for folder, names in manifest_folders(root.join(*V3_SPECS).path, unlisted):
+                stock.add_folder(folder, names)
+            spec_manifests = stock.digest()
+            if spec_manifests is None:
+                raise ReadError(f"a {STOCK_KIND} file could not be looked at")
             if unlisted:  # the ingest reports it, and the tag is read again each time
                 return None
         local = v2_folder(root).path
@@ -179,7 +195,7 @@ def _stock_of(root: Location, opener: RecordingOpener) -> Stock:
     elif opener.frozen:
         stock = None
     else:
-        stock = opener.stock[root.text] = _look(root)
+        stock = opener.stock[root.text] = (opener.look or look)(root)
     if stock is None:
         raise ReadError(f"{root}: its folders could not be listed before the ingest")
     return stock

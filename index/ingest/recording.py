@@ -82,6 +82,9 @@ class RecordingOpener(Opener):
         self.stock: dict[str, Stock | None] = {}
         # The spec manifests' stock as their reader found them (`stocked`), by folder.
         self.file_stocks: dict[str, str | None] = {}
+        # What takes a local mirror's `Stock` for a fingerprint: `identity.look`, unless a
+        # helper takes them ahead (look_ahead.py).
+        self.look: Callable[[Location], Stock | None] | None = None
         self.frozen = False
         self._manifests: dict[str, bytes] = {}
 

@@ -8,7 +8,7 @@ ingest parses the index (the other core; threads only handed the GIL over, see
 docs/benchmarks/ingest-speed.md); with few, or where no process can be started, they are
 read in this process when asked for. That process also reads the views' blobs
 (view_binaries.py) once the manifests are read, sharing them with the build, which
-reads them from the last once its parse is done (view_claims.py).
+reads them from the last once its parse is done (claims.py).
 """
 
 from __future__ import annotations
@@ -19,17 +19,24 @@ import os
 import pickle
 import signal
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import orjson
 
+from cachegql.index.ingest.claims import ViewClaims
 from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.files import TooLargeError, read_regular_status, reason
 from cachegql.index.ingest.limits import SourceLimits
 from cachegql.index.ingest.locations import Opener
+from cachegql.index.ingest.manifest_listing import (
+    MANIFEST_SUFFIX,
+    holds_at_least,
+    is_regular,
+    listed_manifests,
+)
 from cachegql.index.ingest.size_packing import NAMES, by_node_hash, unpacked_sizes
 from cachegql.index.ingest.spackdb import strip_clearsign
 from cachegql.index.ingest.view_binaries import (
@@ -40,7 +47,6 @@ from cachegql.index.ingest.view_binaries import (
     unpack,
     view_outcome,
 )
-from cachegql.index.ingest.view_claims import ViewClaims
 from cachegql.index.peak_memory import peak_rss_mb
 from cachegql.index.records import MAX_SIZE, Problem
 
@@ -49,12 +55,10 @@ __all__ = [
     "STOCK_KIND",
     "PendingSizes",
     "Sizes",
-    "manifest_paths",
     "tarball_sizes",
 ]
 
 TARBALL_MEDIA_TYPE = "application/vnd.spack.install."
-MANIFEST_SUFFIX = ".spec.manifest.json"
 # From this many manifests a process pays for its start (~0.4 s: a fresh interpreter).
 PROCESS_FROM = 20_000
 STOCK_KIND = "spec-manifests"  # what the manifests' `FileStock` is fed as
@@ -99,7 +103,7 @@ class PendingSizes:
         self.stock: str | None = None
         """The manifests' `FileStock` digest, by the status of each as it was read, once
         the sizes are in (None: one could not be looked at)."""
-        if _holds_at_least(specs, PROCESS_FROM if process_from is None else process_from):
+        if holds_at_least(specs, PROCESS_FROM if process_from is None else process_from):
             self._start()
 
     def _start(self) -> None:
@@ -193,79 +197,10 @@ def tarball_sizes(specs: Path, stock: FileStock | None = None) -> Sizes:
     """The sizes of a folder's spec manifests, read in this process (each fed to
     `stock` as it was read)."""
     unlisted: list[Problem] = []
-    sizes, problems = _read_sizes(_listed_manifests(specs, unlisted), stock)
+    sizes, problems = _read_sizes(listed_manifests(specs, unlisted), stock)
     if unlisted and stock is not None:  # a folder not read: nothing stands for its files
         stock.unread()
     return sizes, unlisted + problems
-
-
-def manifest_paths(specs: Path | str, unlisted: list[Problem] | None = None) -> Iterator[str]:
-    """The spec manifests under `specs` (`*/*.spec.manifest.json`), sorted as paths sort
-    (folder, then file name), as they are listed: by name, as Path objects took seconds
-    at a million. A folder that cannot be listed is passed over (into `unlisted`, a
-    problem, as reading them reports it)."""
-    return (path for path, _ in _listed_manifests(specs, unlisted))
-
-
-def _holds_at_least(specs: Path, count: int) -> bool:
-    """Whether `specs` holds `count` manifests or more: counted only that far, so that
-    the build does not list (and hold) a million paths to learn it."""
-    for seen, _ in enumerate(_listed_manifests(specs), start=1):
-        if seen >= count:
-            return True
-    return count <= 0
-
-
-def _listed_manifests(
-    specs: Path | str, unlisted: list[Problem] | None = None
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """The manifests' paths in order, each with its entry in the listing (`_is_regular`);
-    a folder that cannot be listed goes into `unlisted` (a problem: its binaries' sizes
-    are unknown), the rest are still read."""
-    folders = _entries(str(specs), _is_folder, unlisted)
-    for folder_entry in folders or ():
-        folder = f"{specs}/{folder_entry.name}"
-        files = _entries(folder, _is_manifest, unlisted)
-        yield from ((f"{folder}/{file.name}", file) for file in files or ())
-
-
-def _entries(
-    folder: str, wanted: Callable[[os.DirEntry[str]], bool], unlisted: list[Problem] | None
-) -> list[os.DirEntry[str]] | None:
-    """The entries of `folder` that are `wanted`, sorted by name."""
-    try:
-        with os.scandir(folder) as entries:
-            return sorted((entry for entry in entries if wanted(entry)), key=_name)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        if unlisted is not None:
-            unlisted.append(Problem(folder, f"{_UNLISTED} ({reason(exc)})"))
-        return None
-
-
-def _is_folder(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:  # a link that cannot be followed is no folder, as for Path.glob
-        return False
-
-
-def _is_manifest(entry: os.DirEntry[str]) -> bool:
-    return entry.name.endswith(MANIFEST_SUFFIX)
-
-
-def _is_regular(entry: os.DirEntry[str]) -> bool:
-    """Whether the listing shows a regular file, not a link (the file system's entry type:
-    no system call where it gives one): `read_regular_status`'s `listed_regular`."""
-    try:
-        return entry.is_file(follow_symlinks=False)
-    except OSError:  # not known: the read checks it before opening
-        return False
-
-
-def _name(entry: os.DirEntry[str]) -> str:
-    return entry.name
 
 
 def _read_sizes(
@@ -273,11 +208,11 @@ def _read_sizes(
 ) -> Sizes:
     """Tarball sizes by spec hash (the last part of a manifest's name), and a problem for
     each manifest without one; each manifest fed to `stock` as it was read. `manifests`
-    as `_listed_manifests` gives them."""
+    as `listed_manifests` gives them."""
     sizes: dict[str, int] = {}
     problems: list[Problem] = []
     for path, entry in manifests:
-        size, status = _tarball_size(path, _is_regular(entry))
+        size, status = _tarball_size(path, is_regular(entry))
         if stock is not None:
             stock.add_read(path, status)
         if isinstance(size, str):
@@ -308,10 +243,10 @@ def _send_sizes(
     unlisted: list[Problem] = []
     problems: list[Problem] = []
     stock = FileStock(STOCK_KIND)
-    for count, (path, entry) in enumerate(_listed_manifests(specs, unlisted)):
+    for count, (path, entry) in enumerate(listed_manifests(specs, unlisted)):
         if count % _CHECK_EVERY == 0 and not build_alive():
             return
-        size, status = _tarball_size(path, _is_regular(entry))
+        size, status = _tarball_size(path, is_regular(entry))
         stock.add_read(path, status)
         if isinstance(size, str):
             problems.append(Problem(path, size))
@@ -346,7 +281,6 @@ _NO_SIZE = "spec manifest without a tarball size; ignored"
 # Spack's spec manifests are a few hundred bytes (a clearsigned one a few KB): a larger
 # file is not one, and is not read (a sparse file of 100 GB would be, whole).
 MANIFEST_MAX_BYTES = 1 << 20
-_UNLISTED = "folder of spec manifests cannot be listed; the sizes of its binaries are unknown"
 _CHECK_EVERY = 1024  # manifests read between two looks at whether the build is still there
 _STOPPING_SECONDS = 5.0
 

@@ -1,0 +1,113 @@
+"""A v3 mirror's spec manifests, listed: `<specs>/<package>/*.spec.manifest.json`.
+
+One small file per binary (a million at 1M specs), listed folder by folder with
+`os.scandir` and sorted by name, paths as text (Path objects took seconds at a million).
+The reader of their tarball sizes (tarball_sizes.py) and the fingerprints' looks at
+their names and statuses (identity.py) list them here alike, so that the two feed a
+`FileStock` the same files in the same order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from cachegql.index.ingest.files import reason
+from cachegql.index.records import Problem
+
+__all__ = [
+    "MANIFEST_SUFFIX",
+    "holds_at_least",
+    "is_regular",
+    "listed_manifests",
+    "manifest_folders",
+    "manifest_paths",
+]
+
+MANIFEST_SUFFIX = ".spec.manifest.json"
+_UNLISTED = "folder of spec manifests cannot be listed; the sizes of its binaries are unknown"
+
+
+def manifest_paths(specs: Path | str, unlisted: list[Problem] | None = None) -> Iterator[str]:
+    """The spec manifests under `specs` (`*/*.spec.manifest.json`), sorted as paths sort
+    (folder, then file name), as they are listed: by name, as Path objects took seconds
+    at a million. A folder that cannot be listed is passed over (into `unlisted`, a
+    problem, as reading them reports it)."""
+    return (path for path, _ in listed_manifests(specs, unlisted))
+
+
+def manifest_folders(
+    specs: Path | str, unlisted: list[Problem] | None = None
+) -> Iterator[tuple[str, list[str]]]:
+    """The spec manifests of `manifest_paths`, folder by folder: each folder's path, and
+    the names of its manifests."""
+    for folder, files in _listed_folders(specs, unlisted):
+        yield folder, [file.name for file in files]
+
+
+def holds_at_least(specs: Path, count: int) -> bool:
+    """Whether `specs` holds `count` manifests or more: counted only that far, so that
+    the build does not list (and hold) a million paths to learn it."""
+    for seen, _ in enumerate(listed_manifests(specs), start=1):
+        if seen >= count:
+            return True
+    return count <= 0
+
+
+def listed_manifests(
+    specs: Path | str, unlisted: list[Problem] | None = None
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """The manifests' paths in order, each with its entry in the listing (`is_regular`);
+    a folder that cannot be listed goes into `unlisted` (a problem: its binaries' sizes
+    are unknown), the rest are still read."""
+    for folder, files in _listed_folders(specs, unlisted):
+        yield from ((f"{folder}/{file.name}", file) for file in files)
+
+
+def _listed_folders(
+    specs: Path | str, unlisted: list[Problem] | None
+) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+    """The folders of manifests in order, each with its manifests' entries."""
+    for folder_entry in _entries(str(specs), _is_folder, unlisted) or ():
+        folder = f"{specs}/{folder_entry.name}"
+        yield folder, _entries(folder, _is_manifest, unlisted) or []
+
+
+def _entries(
+    folder: str, wanted: Callable[[os.DirEntry[str]], bool], unlisted: list[Problem] | None
+) -> list[os.DirEntry[str]] | None:
+    """The entries of `folder` that are `wanted`, sorted by name."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted((entry for entry in entries if wanted(entry)), key=_name)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if unlisted is not None:
+            unlisted.append(Problem(folder, f"{_UNLISTED} ({reason(exc)})"))
+        return None
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # a link that cannot be followed is no folder, as for Path.glob
+        return False
+
+
+def _is_manifest(entry: os.DirEntry[str]) -> bool:
+    return entry.name.endswith(MANIFEST_SUFFIX)
+
+
+def is_regular(entry: os.DirEntry[str]) -> bool:
+    """Whether the listing shows a regular file, not a link (the file system's entry type:
+    no system call where it gives one): `read_regular_status`'s `listed_regular`."""
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:  # not known: the read checks it before opening
+        return False
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name

@@ -1,0 +1,159 @@
+"""The fingerprints' looks at local mirrors taken by a helper process ahead of need
+(index/ingest/look_ahead.py): each look is the one the build would take itself, whoever
+takes it, and the build takes those a helper did not give.
+
+Real local v3 mirrors (the demo generator's), a real helper process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from cachegql.demo import MirrorConfig, write_mirror
+from cachegql.index.ingest import look_ahead
+from cachegql.index.ingest.claims import EachClaims
+from cachegql.index.ingest.identity import look
+from cachegql.index.ingest.locations import Location
+from cachegql.index.ingest.look_ahead import LookAhead
+from tests.test_view_binaries import _held, _within
+
+TAGS = ("develop", "v0.22")
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two tags of three local v3 mirrors each (a tag's mirrors copies of one generated
+    mirror of 40 binaries, as a tag's stacks share much)."""
+    root = tmp_path_factory.mktemp("look-ahead")
+    for seed, tag in enumerate(TAGS, start=70):
+        config = MirrorConfig(specs=40, packages=10, stacks=1, seed=seed, tag=tag)
+        mirror = write_mirror(config, root / "generated" / tag).mirror
+        for stack in ("root", "e4s", "hep"):
+            shutil.copytree(mirror, root / tag / stack)
+    return root
+
+
+def _looks(root: Path) -> list[tuple[str, Location]]:
+    return [(tag, Location(str(root / tag / s))) for tag in TAGS for s in ("root", "e4s", "hep")]
+
+
+def _helper_done(deadline: float = 60.0) -> None:
+    """Wait until this process has no helper (it ends once it took every look)."""
+    ends = time.monotonic() + deadline
+    while multiprocessing.active_children():
+        assert time.monotonic() < ends, "the helper did not end"
+        time.sleep(0.05)
+
+
+def _touch(path: Path) -> None:
+    status = path.stat()
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))
+
+
+def _a_spec_manifest(mirror: Location) -> Path:
+    return next((mirror.path / "v3" / "manifests" / "spec").glob("*/*.spec.manifest.json"))
+
+
+def test_looks_a_helper_took_are_the_builds_own(generated: Path) -> None:
+    looks = _looks(generated)
+    ahead = LookAhead(looks, ahead_from=1)
+    try:
+        ahead.start()
+        assert multiprocessing.active_children(), "no helper started"
+        _helper_done()
+        found = [ahead.look(tag, root) for tag, root in looks]
+    finally:
+        ahead.close()
+    assert ahead.helped == len(looks)  # it took them all before any was asked for
+    assert found == [look(root) for _, root in looks]
+    assert all(stock is not None and stock.spec_manifests for stock in found)
+
+
+def test_a_look_taken_ahead_is_of_the_mirror_as_it_was_then(
+    generated: Path, tmp_path: Path
+) -> None:
+    """Taken before its tag's ingest, as the build's own is: a manifest touched since
+    makes the next build's fingerprint differ (and its tag be read again)."""
+    root = Path(shutil.copytree(generated, tmp_path / "src"))
+    looks = _looks(root)
+    before = [look(r) for _, r in looks]
+    ahead = LookAhead(looks, ahead_from=1)
+    try:
+        ahead.start()
+        _helper_done()
+        _touch(_a_spec_manifest(looks[-1][1]))
+        found = [ahead.look(tag, r) for tag, r in looks]
+    finally:
+        ahead.close()
+    assert found == before
+    assert look(looks[-1][1]) != before[-1]
+
+
+def test_the_build_takes_the_looks_its_helper_did_not_give(generated: Path) -> None:
+    looks = _looks(generated)
+    ahead = LookAhead(looks, ahead_from=1)
+    try:
+        ahead.start()
+        for helper in multiprocessing.active_children():
+            helper.kill()
+            helper.join()
+        found = [ahead.look(tag, root) for tag, root in looks]
+    finally:
+        ahead.close()
+    assert found == [look(root) for _, root in looks]
+
+
+def test_looks_asked_while_the_helper_takes_others_are_the_builds_own(
+    generated: Path,
+) -> None:
+    """Asked at once, in order: the build and the helper share them out (whichever is
+    free takes the next), none is given twice, and one asked again gives the same."""
+    looks = _looks(generated) * 2
+    ahead = LookAhead(looks, ahead_from=1)
+    try:
+        ahead.start()
+        found = [ahead.look(tag, root) for tag, root in looks]
+    finally:
+        ahead.close()
+    assert found == [look(root) for _, root in looks]
+    assert ahead.helped <= len(set(looks))
+
+
+def test_few_spec_manifests_start_no_helper(generated: Path) -> None:
+    looks = _looks(generated)
+    assert look_ahead.AHEAD_FROM > 6 * 40  # the default: these are too few
+    ahead = LookAhead(looks)
+    try:
+        ahead.start()
+        assert not multiprocessing.active_children()
+        found = [ahead.look(tag, root) for tag, root in looks]
+        unforeseen = Location(str(generated / "generated" / "develop" / "mirror"))
+        assert ahead.look("develop", unforeseen) == look(unforeseen)
+    finally:
+        ahead.close()
+    assert found == [look(root) for _, root in looks] and ahead.helped == 0
+
+
+def test_each_piece_is_claimed_once() -> None:
+    claims = EachClaims(multiprocessing.get_context("spawn"), 3)
+    alive = lambda: True  # noqa: E731 (the other process)
+    assert [claims.take(1, alive), claims.take(1, alive), claims.take(0, alive)] == [
+        True,
+        False,
+        True,
+    ]
+
+
+def test_a_claim_gives_up_when_the_other_process_is_gone_holding_the_lock() -> None:
+    claims = EachClaims(multiprocessing.get_context("spawn"), 2)
+    asked: list[bool | None] = []
+    with _held(claims._flags.get_lock()):  # as by a helper killed while it held it
+        _within(10, lambda: asked.append(claims.take(0, lambda: False)))
+    assert asked == [None]
+    assert claims.take(0, lambda: False) is True  # given back: taken at once
