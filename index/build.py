@@ -192,8 +192,8 @@ class _TagBuild:
                 for root in local_mirrors(requests[tag])
             ]
         )
-        self.looks.start()
         try:
+            self.looks.start()
             for tag in tags:
                 if self.read_since_collected:
                     # The previous tag's cycles go before this one is read (the collector is

@@ -10,7 +10,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
-import time
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -43,12 +44,12 @@ def _looks(root: Path) -> list[tuple[str, Location]]:
     return [(tag, Location(str(root / tag / s))) for tag in TAGS for s in ("root", "e4s", "hep")]
 
 
-def _helper_done(deadline: float = 60.0) -> None:
-    """Wait until this process has no helper (it ends once it took every look)."""
-    ends = time.monotonic() + deadline
-    while multiprocessing.active_children():
-        assert time.monotonic() < ends, "the helper did not end"
-        time.sleep(0.05)
+def _helper_done(ahead: LookAhead, deadline: float = 60.0) -> None:
+    """Wait until the helper ended (once it took every look)."""
+    helper = ahead._process
+    assert helper is not None, "no helper started"
+    helper.join(deadline)
+    assert helper.exitcode is not None, "the helper did not end"
 
 
 def _touch(path: Path) -> None:
@@ -65,13 +66,12 @@ def test_looks_a_helper_took_are_the_builds_own(generated: Path) -> None:
     ahead = LookAhead(looks, ahead_from=1)
     try:
         ahead.start()
-        assert multiprocessing.active_children(), "no helper started"
-        _helper_done()
-        found = [ahead.look(tag, root) for tag, root in looks]
+        _helper_done(ahead)
+        found = [ahead.look(tag, root) for tag, root in reversed(looks)]  # any order
     finally:
         ahead.close()
     assert ahead.helped == len(looks)  # it took them all before any was asked for
-    assert found == [look(root) for _, root in looks]
+    assert found == [look(root) for _, root in reversed(looks)]
     assert all(stock is not None and stock.spec_manifests for stock in found)
 
 
@@ -86,7 +86,7 @@ def test_a_look_taken_ahead_is_of_the_mirror_as_it_was_then(
     ahead = LookAhead(looks, ahead_from=1)
     try:
         ahead.start()
-        _helper_done()
+        _helper_done(ahead)
         _touch(_a_spec_manifest(looks[-1][1]))
         found = [ahead.look(tag, r) for tag, r in looks]
     finally:
@@ -100,9 +100,9 @@ def test_the_build_takes_the_looks_its_helper_did_not_give(generated: Path) -> N
     ahead = LookAhead(looks, ahead_from=1)
     try:
         ahead.start()
-        for helper in multiprocessing.active_children():
-            helper.kill()
-            helper.join()
+        assert ahead._process is not None
+        ahead._process.kill()
+        ahead._process.join()
         found = [ahead.look(tag, root) for tag, root in looks]
     finally:
         ahead.close()
@@ -125,13 +125,84 @@ def test_looks_asked_while_the_helper_takes_others_are_the_builds_own(
     assert ahead.helped <= len(set(looks))
 
 
+def test_waiting_for_a_look_the_helper_took_the_build_takes_the_next_ones(
+    generated: Path,
+) -> None:
+    """The helper stopped holding the first look (SIGSTOP, as a slow look would): the
+    build takes every other one meanwhile, then has the first once the helper goes on
+    (given, or taken here if the helper ends without it)."""
+    looks = _looks(generated)
+    ahead = LookAhead(looks, ahead_from=1)
+    try:
+        ahead.start()
+        helper = ahead._process
+        assert helper is not None and ahead._claims is not None and helper.pid is not None
+        os.kill(helper.pid, signal.SIGSTOP)
+        ahead._claims._flags[0] = 1  # the first, as the helper takes it
+        resumed = threading.Timer(1.0, os.kill, (helper.pid, signal.SIGCONT))
+        resumed.start()
+        found: list[object] = []
+        _within(60, lambda: found.extend(ahead.look(tag, root) for tag, root in looks))
+        resumed.join()
+    finally:
+        ahead.close()
+    assert found == [look(root) for _, root in looks]
+    assert ahead.helped <= 1
+
+
+def test_a_helper_gone_holding_the_claims_costs_one_wait_not_one_a_look(
+    generated: Path,
+) -> None:
+    looks = _looks(generated) + [
+        (f"more{n}", root) for n in range(6) for _, root in _looks(generated)[:2]
+    ]
+    ahead = LookAhead(looks, ahead_from=1)
+    found: list[object] = []
+    try:
+        ahead.start()
+        assert ahead._process is not None and ahead._claims is not None
+        with _held(ahead._claims._flags.get_lock()):  # as by the helper, killed holding it
+            ahead._process.kill()
+            ahead._process.join()
+            # A second a look would be 18 s: each of them waits on the lock only once.
+            _within(10, lambda: found.extend(ahead.look(tag, root) for tag, root in looks))
+    finally:
+        ahead.close()
+    assert found == [look(root) for _, root in looks]
+
+
+def test_ctrl_c_while_a_spawned_helper_starts_is_left_to_the_build(
+    generated: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C reaches every process of the terminal's group: a helper still starting (a
+    fresh interpreter: spawned, as beside another thread) neither stops nor prints a
+    traceback; it goes on, and the build decides."""
+    looks = _looks(generated)
+    ahead = LookAhead(looks, ahead_from=1)
+    beside, leave = threading.Thread(target=lambda: leave.wait(60)), threading.Event()
+    beside.start()
+    try:
+        ahead.start()
+        assert ahead._process is not None and ahead._process.pid is not None
+        os.kill(ahead._process.pid, signal.SIGINT)  # within its imports
+        _helper_done(ahead)
+        assert ahead._process.exitcode == 0
+        found = [ahead.look(tag, root) for tag, root in looks]
+    finally:
+        leave.set()
+        beside.join()
+        ahead.close()
+    assert found == [look(root) for _, root in looks] and ahead.helped == len(looks)
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_few_spec_manifests_start_no_helper(generated: Path) -> None:
     looks = _looks(generated)
     assert look_ahead.AHEAD_FROM > 6 * 40  # the default: these are too few
     ahead = LookAhead(looks)
     try:
         ahead.start()
-        assert not multiprocessing.active_children()
+        assert ahead._process is None
         found = [ahead.look(tag, root) for tag, root in looks]
         unforeseen = Location(str(generated / "generated" / "develop" / "mirror"))
         assert ahead.look("develop", unforeseen) == look(unforeseen)

@@ -24,7 +24,7 @@ from cachegql.index import BuildReport
 from cachegql.index.ingest import identity
 from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.locations import ReadError
-from cachegql.index.ingest.manifest_listing import is_regular, listed_manifests, manifest_paths
+from cachegql.index.ingest.manifest_listing import is_regular, listed_manifests
 from cachegql.index.ingest.tarball_sizes import (
     MANIFEST_MAX_BYTES,
     STOCK_KIND,
@@ -68,7 +68,7 @@ def _stock_now(specs: Path) -> str | None:
     """The manifests' stock as they are now, as a build takes it to compare with a
     previous one's (identity.py); None if one cannot be looked at."""
     try:
-        return identity._stock_now(STOCK_KIND, manifest_paths(specs))
+        return identity._stock_now(STOCK_KIND, (path for path, _ in listed_manifests(specs)))
     except ReadError:
         return None
 

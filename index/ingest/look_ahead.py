@@ -4,16 +4,19 @@ A rebuild knows a tag unchanged by its fingerprint, which looks at every spec ma
 of the tag's local mirrors (`identity.look`: their names and statuses): a tag of ten v3
 mirrors of 50,000 binaries is 103,506 `stat`s, 0.7 s, on one core while the other
 idles. `LookAhead` is given the looks the rebuild will ask for, in the order it asks
-(each compared tag's local mirrors, tag by tag). Once the first one shows the mirrors
-large enough (`AHEAD_FROM` spec manifests), a helper process takes them one after
+(each compared tag's local mirrors, tag by tag). Where they are many (`AHEAD_FROM` spec
+manifests, guessed from the first mirror), a helper process takes them one after
 another, and the build, when it asks for one, takes it itself unless the helper has
-(`EachClaims`): a tag's looks then take about half the time, and while the build reads a
-changed tag, the helper looks at the next tags' mirrors.
+(`EachClaims`); waiting for one the helper is taking, it takes the next ones no one has.
+A tag's looks then take about half the time, and while the build reads a changed tag,
+the helper looks at the next tags' mirrors.
 
-A look is still taken before its tag's ingest (a file written after it makes the next
-build read the tag again), and is the one the build would take: the same function on
-the same folders. Where no helper can be started, or it ends early, the build takes
-the rest itself.
+A look is the one the build would take (the same function on the same folders), taken
+before its tag's ingest, but not always at its tag's turn: from the build's start on. A
+spec manifest written after its look, before its tag's turn, is seen by the next build
+(the tag is reused now, or read with the sizes its manifests had at the look, as one
+written during the ingest always was), never lost. Where no helper can be started, or
+it ends early, the build takes the rest itself.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
-import signal
+import threading
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
+from multiprocessing.context import ForkContext, SpawnContext
 from multiprocessing.process import BaseProcess
 
 from cachegql.index.ingest.buildcache import V3_SPECS
 from cachegql.index.ingest.claims import EachClaims
+from cachegql.index.ingest.helper_process import as_helper, start_helper
 from cachegql.index.ingest.identity import look
 from cachegql.index.ingest.locations import Location
 from cachegql.index.ingest.manifest_listing import holds_at_least
@@ -36,8 +41,8 @@ from cachegql.index.ingest.recording import Stock
 __all__ = ["AHEAD_FROM", "LookAhead"]
 
 # Spec manifests to look at (guessed: the first mirror's, times the looks) from which a
-# helper pays: it starts in 0.5 to 0.8 s (a fresh interpreter, on the other core), and
-# 100,000 take about as long.
+# helper pays for its start (a fork, or a fresh interpreter's 0.5 to 0.8 s of imports)
+# and its messages: 100,000 take about 0.7 s.
 AHEAD_FROM = 100_000
 _STOPPING_SECONDS = 2.0
 
@@ -55,36 +60,79 @@ class LookAhead:
         }
         self._roots = [root for _, root in self._places]
         self._ahead_from = AHEAD_FROM if ahead_from is None else ahead_from
-        self._done: dict[int, Stock | None] = {}  # taken ahead of need, here or there
-        self.helped = 0
-        """How many looks the helper gave."""
+        self._done: dict[int, Stock | None] = {}  # taken, here or by the helper
         self._process: BaseProcess | None = None
         self._receiver: Connection | None = None
         self._claims: EachClaims | None = None
+        self.helped = 0
+        """How many looks the helper gave."""
+
+    def start(self) -> None:
+        """Start the helper, when there are looks to share, they hold `ahead_from` spec
+        manifests or more (as guessed from the first), and a second core to take them
+        (else the build takes every look itself)."""
+        if len(self._roots) < 2 or self._process is not None:
+            return
+        first = Location(self._roots[0]).join(*V3_SPECS).path
+        if len(os.sched_getaffinity(0)) < 2 or not holds_at_least(
+            first, -(-self._ahead_from // len(self._roots))
+        ):
+            return
+        # Forked where the build is its process's only thread (a CLI build): it starts in
+        # milliseconds, not in the 0.5 to 0.8 s of a fresh interpreter's imports (a tag's
+        # looks at 50,000 binaries). Spawned otherwise: a fork beside other threads could
+        # copy a lock one of them held.
+        context: ForkContext | SpawnContext = (
+            multiprocessing.get_context("fork")
+            if threading.active_count() == 1
+            else multiprocessing.get_context("spawn")
+        )
+        try:
+            claims = EachClaims(context, len(self._roots))
+            receiver, sender = context.Pipe(duplex=False)
+        except Exception:  # no semaphore or descriptor here: the build looks alone
+            return
+        process = start_helper(context, _look_ahead, (self._roots, claims, sender, os.getpid()))
+        sender.close()
+        if process is None:
+            receiver.close()
+            return
+        self._process, self._receiver, self._claims = process, receiver, claims
 
     def for_tag(self, tag: str) -> Callable[[Location], Stock | None]:
         """What a `RecordingOpener` of `tag` takes its looks with."""
         return lambda root: self.look(tag, root)
 
     def look(self, tag: str, root: Location) -> Stock | None:
-        """`identity.look(root)` for `tag`: taken ahead, here or by the helper, if it was."""
+        """`identity.look(root)` for `tag`, taken here or by the helper."""
         index = self._places.get((tag, root.text))
         if index is None:  # not foreseen: taken here, as it would be without a helper
             return look(root)
         if index not in self._done:
-            if self._claims is None or self._claims.take(index, self._helper_alive) is not False:
-                self._done[index] = look(root)  # taken here (no helper, or it is gone)
+            if self._take(index):
+                self._done[index] = look(root)
             else:
                 self._wait_for(index)
         return self._done[index]
+
+    def _take(self, index: int) -> bool:
+        """Whether look `index` is this process's to take (False: the helper took it).
+        A helper gone while it held the claims' lock leaves them all to the build."""
+        if self._claims is None:
+            return True
+        taken = self._claims.take(index, self._helper_alive)
+        if taken is None:
+            self._claims = None
+            return True
+        return taken
 
     def _helper_alive(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
     def _wait_for(self, index: int) -> None:
         """Look `index`, which the helper took, into `_done`: until it is in, the next
-        looks neither took are taken here (rather than wait: both cores look)."""
-        assert self._claims is not None and self._receiver is not None
+        looks no one took are taken here (rather than wait: both cores look)."""
+        assert self._receiver is not None
         following = index + 1
         while index not in self._done:
             if not self._receiver.poll():
@@ -102,46 +150,11 @@ class LookAhead:
             self.helped += 1
 
     def _next_free(self, start: int) -> int:
-        """The first look from `start` that neither took, now taken here (past the end:
-        none left, or the helper is gone)."""
-        assert self._claims is not None
+        """The first look from `start` not taken, now taken here (past the end: none)."""
         for index in range(start, len(self._roots)):
-            taken = self._claims.take(index, self._helper_alive)
-            if taken is None:
-                break
-            if taken:
+            if index not in self._done and self._take(index):
                 return index
         return len(self._roots)
-
-    def start(self) -> None:
-        """Start the helper, when there are looks to share and they hold `ahead_from`
-        spec manifests or more, as guessed from the first (else the build takes every
-        look itself)."""
-        if len(self._roots) < 2 or self._process is not None:
-            return
-        first = Location(self._roots[0]).join(*V3_SPECS).path
-        if not holds_at_least(first, -(-self._ahead_from // len(self._roots))):
-            return
-        context = multiprocessing.get_context("spawn")
-        try:
-            claims = EachClaims(context, len(self._roots))
-        except Exception:  # no shared memory here (a semaphore's): the build looks alone
-            return
-        receiver, sender = context.Pipe(duplex=False)
-        try:
-            # A daemon: it ends with the build, whichever way the build ends.
-            process = context.Process(
-                target=_look_ahead,
-                args=(self._roots, claims, sender, os.getpid()),
-                daemon=True,
-            )
-            process.start()
-        except Exception:  # no process here, whatever the reason (a daemon's)
-            receiver.close()
-            return
-        finally:
-            sender.close()
-        self._process, self._receiver, self._claims = process, receiver, claims
 
     def close(self) -> None:
         """Stop the helper (the build is over, or stops)."""
@@ -158,10 +171,9 @@ class LookAhead:
 
 
 def _look_ahead(roots: list[str], claims: EachClaims, sender: Connection, build: int) -> None:
-    """In the helper: each look not taken yet, taken and sent in order. Ctrl-C is the
-    build's to handle (it ends this process); if the build (`build`, its pid) is gone,
-    stop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """In the helper: each look not taken yet, taken and sent in order; it stops once
+    the build (`build`, its pid) is gone."""
+    as_helper()
 
     def build_alive() -> bool:
         return os.getppid() == build

@@ -22,26 +22,17 @@ __all__ = [
     "is_regular",
     "listed_manifests",
     "manifest_folders",
-    "manifest_paths",
 ]
 
 MANIFEST_SUFFIX = ".spec.manifest.json"
 _UNLISTED = "folder of spec manifests cannot be listed; the sizes of its binaries are unknown"
 
 
-def manifest_paths(specs: Path | str, unlisted: list[Problem] | None = None) -> Iterator[str]:
-    """The spec manifests under `specs` (`*/*.spec.manifest.json`), sorted as paths sort
-    (folder, then file name), as they are listed: by name, as Path objects took seconds
-    at a million. A folder that cannot be listed is passed over (into `unlisted`, a
-    problem, as reading them reports it)."""
-    return (path for path, _ in listed_manifests(specs, unlisted))
-
-
 def manifest_folders(
     specs: Path | str, unlisted: list[Problem] | None = None
 ) -> Iterator[tuple[str, list[str]]]:
-    """The spec manifests of `manifest_paths`, folder by folder: each folder's path, and
-    the names of its manifests."""
+    """The spec manifests under `specs` (`*/*.spec.manifest.json`) folder by folder, as
+    `listed_manifests` lists them: each folder's path, and the names of its manifests."""
     for folder, files in _listed_folders(specs, unlisted):
         yield folder, [file.name for file in files]
 
@@ -58,9 +49,10 @@ def holds_at_least(specs: Path, count: int) -> bool:
 def listed_manifests(
     specs: Path | str, unlisted: list[Problem] | None = None
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """The manifests' paths in order, each with its entry in the listing (`is_regular`);
-    a folder that cannot be listed goes into `unlisted` (a problem: its binaries' sizes
-    are unknown), the rest are still read."""
+    """The spec manifests under `specs`, sorted as paths sort (folder, then file name):
+    each one's path, with its entry in the listing (`is_regular`). A folder that cannot
+    be listed goes into `unlisted` (a problem: its binaries' sizes are unknown), the rest
+    are still read."""
     for folder, files in _listed_folders(specs, unlisted):
         yield from ((f"{folder}/{file.name}", file) for file in files)
 

@@ -17,7 +17,6 @@ import contextlib
 import multiprocessing
 import os
 import pickle
-import signal
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection
@@ -29,6 +28,7 @@ import orjson
 from cachegql.index.ingest.claims import ViewClaims
 from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.files import TooLargeError, read_regular_status, reason
+from cachegql.index.ingest.helper_process import as_helper, start_helper
 from cachegql.index.ingest.limits import SourceLimits
 from cachegql.index.ingest.locations import Opener
 from cachegql.index.ingest.manifest_listing import (
@@ -108,25 +108,21 @@ class PendingSizes:
 
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")
-        receiver, sender = context.Pipe(duplex=False)
+        try:
+            receiver, sender = context.Pipe(duplex=False)
+        except OSError:  # no descriptor left: read them here
+            return
         try:
             claims: ViewClaims | None = ViewClaims(context, len(self._views))
         except Exception:  # no shared memory here (a semaphore's): the reader reads every view
             claims = None
-        try:
-            # A daemon: it ends with the build, whichever way the build ends. It lists the
-            # folder again rather than be sent a million paths (and hold them).
-            process = context.Process(
-                target=_send_sizes,
-                args=(str(self._specs), sender, os.getpid(), self._views, self._limits, claims),
-                daemon=True,
-            )
-            process.start()
-        except Exception:  # no process here, whatever the reason (a daemon's): read them here
+        # It lists the folder again rather than be sent a million paths (and hold them).
+        args = (str(self._specs), sender, os.getpid(), self._views, self._limits, claims)
+        process = start_helper(context, _send_sizes, args)
+        sender.close()
+        if process is None:  # read them here
             receiver.close()
             return
-        finally:
-            sender.close()
         self._process, self._receiver, self._claims = process, receiver, claims
 
     def read_views_here(self, read: Callable[[ViewBlob], ViewOutcome]) -> None:
@@ -234,7 +230,7 @@ def _send_sizes(
     (by `claims`, from the first; all of them without), then its peak memory. Ctrl-C is
     the build's to handle (it ends this process); if the build (`build`, its pid) is gone,
     killed, stop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    as_helper()
 
     def build_alive() -> bool:
         return os.getppid() == build
