@@ -138,6 +138,7 @@ def test_waiting_for_a_look_the_helper_took_the_build_takes_the_next_ones(
         helper = ahead._process
         assert helper is not None and ahead._claims is not None and helper.pid is not None
         os.kill(helper.pid, signal.SIGSTOP)
+        taken_before = sum(ahead._claims._flags[:])  # none while it imports, as a rule
         ahead._claims._flags[0] = 1  # the first, as the helper takes it
         resumed = threading.Timer(1.0, os.kill, (helper.pid, signal.SIGCONT))
         resumed.start()
@@ -147,7 +148,7 @@ def test_waiting_for_a_look_the_helper_took_the_build_takes_the_next_ones(
     finally:
         ahead.close()
     assert found == [look(root) for _, root in looks]
-    assert ahead.helped <= 1
+    assert ahead.helped <= max(taken_before, 1)
 
 
 def test_a_helper_gone_holding_the_claims_costs_one_wait_not_one_a_look(
@@ -171,16 +172,14 @@ def test_a_helper_gone_holding_the_claims_costs_one_wait_not_one_a_look(
     assert found == [look(root) for _, root in looks]
 
 
-def test_ctrl_c_while_a_spawned_helper_starts_is_left_to_the_build(
+def test_ctrl_c_while_the_helper_starts_is_left_to_the_build(
     generated: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """Ctrl-C reaches every process of the terminal's group: a helper still starting (a
-    fresh interpreter: spawned, as beside another thread) neither stops nor prints a
-    traceback; it goes on, and the build decides."""
+    fresh interpreter's imports) neither stops nor prints a traceback; it goes on, and
+    the build decides."""
     looks = _looks(generated)
     ahead = LookAhead(looks, ahead_from=1)
-    beside, leave = threading.Thread(target=lambda: leave.wait(60)), threading.Event()
-    beside.start()
     try:
         ahead.start()
         assert ahead._process is not None and ahead._process.pid is not None
@@ -189,8 +188,6 @@ def test_ctrl_c_while_a_spawned_helper_starts_is_left_to_the_build(
         assert ahead._process.exitcode == 0
         found = [ahead.look(tag, root) for tag, root in looks]
     finally:
-        leave.set()
-        beside.join()
         ahead.close()
     assert found == [look(root) for _, root in looks] and ahead.helped == len(looks)
     assert "Traceback" not in capfd.readouterr().err

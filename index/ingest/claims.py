@@ -15,7 +15,7 @@ neither waits while pieces are left:
 from __future__ import annotations
 
 from collections.abc import Callable
-from multiprocessing.context import ForkContext, SpawnContext
+from multiprocessing.context import SpawnContext
 from typing import Any
 
 __all__ = ["EachClaims", "ViewClaims"]
@@ -69,7 +69,7 @@ class ViewClaims:
 class EachClaims:
     """Pieces `0..count-1`, each taken once, by whichever process asks first."""
 
-    def __init__(self, context: ForkContext | SpawnContext, count: int) -> None:
+    def __init__(self, context: SpawnContext, count: int) -> None:
         self._flags = context.Array("b", count)
 
     def take(self, index: int, other_alive: Callable[[], bool]) -> bool | None:

@@ -24,15 +24,18 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
-import threading
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from multiprocessing.context import ForkContext, SpawnContext
 from multiprocessing.process import BaseProcess
 
 from cachegql.index.ingest.buildcache import V3_SPECS
 from cachegql.index.ingest.claims import EachClaims
-from cachegql.index.ingest.helper_process import as_helper, start_helper
+from cachegql.index.ingest.helper_process import (
+    as_helper,
+    ctrl_c_held,
+    start_helper,
+    stop_helper,
+)
 from cachegql.index.ingest.identity import look
 from cachegql.index.ingest.locations import Location
 from cachegql.index.ingest.manifest_listing import holds_at_least
@@ -41,10 +44,9 @@ from cachegql.index.ingest.recording import Stock
 __all__ = ["AHEAD_FROM", "LookAhead"]
 
 # Spec manifests to look at (guessed: the first mirror's, times the looks) from which a
-# helper pays for its start (a fork, or a fresh interpreter's 0.5 to 0.8 s of imports)
-# and its messages: 100,000 take about 0.7 s.
+# helper pays for its start (a fresh interpreter: 0.5 to 0.8 s of imports, on the other
+# core) and its messages: 100,000 take about 0.7 s.
 AHEAD_FROM = 100_000
-_STOPPING_SECONDS = 2.0
 
 
 class LookAhead:
@@ -78,26 +80,19 @@ class LookAhead:
             first, -(-self._ahead_from // len(self._roots))
         ):
             return
-        # Forked where the build is its process's only thread (a CLI build): it starts in
-        # milliseconds, not in the 0.5 to 0.8 s of a fresh interpreter's imports (a tag's
-        # looks at 50,000 binaries). Spawned otherwise: a fork beside other threads could
-        # copy a lock one of them held.
-        context: ForkContext | SpawnContext = (
-            multiprocessing.get_context("fork")
-            if threading.active_count() == 1
-            else multiprocessing.get_context("spawn")
-        )
+        context = multiprocessing.get_context("spawn")
         try:
             claims = EachClaims(context, len(self._roots))
             receiver, sender = context.Pipe(duplex=False)
         except Exception:  # no semaphore or descriptor here: the build looks alone
             return
-        process = start_helper(context, _look_ahead, (self._roots, claims, sender, os.getpid()))
-        sender.close()
-        if process is None:
-            receiver.close()
-            return
-        self._process, self._receiver, self._claims = process, receiver, claims
+        with ctrl_c_held():
+            process = start_helper(context, _look_ahead, (self._roots, claims, sender, os.getpid()))
+            sender.close()
+            if process is None:
+                receiver.close()
+                return
+            self._process, self._receiver, self._claims = process, receiver, claims
 
     def for_tag(self, tag: str) -> Callable[[Location], Stock | None]:
         """What a `RecordingOpener` of `tag` takes its looks with."""
@@ -158,15 +153,7 @@ class LookAhead:
 
     def close(self) -> None:
         """Stop the helper (the build is over, or stops)."""
-        if self._process is not None:
-            self._process.terminate()
-            self._process.join(_STOPPING_SECONDS)
-            if self._process.exitcode is None:  # has not ended: no more waiting on it
-                self._process.kill()
-                self._process.join()
-            self._process.close()
-        if self._receiver is not None:
-            self._receiver.close()
+        stop_helper(self._process, self._receiver)
         self._process, self._receiver, self._claims = None, None, None
 
 

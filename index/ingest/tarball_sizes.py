@@ -28,7 +28,12 @@ import orjson
 from cachegql.index.ingest.claims import ViewClaims
 from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.files import TooLargeError, read_regular_status, reason
-from cachegql.index.ingest.helper_process import as_helper, start_helper
+from cachegql.index.ingest.helper_process import (
+    as_helper,
+    ctrl_c_held,
+    start_helper,
+    stop_helper,
+)
 from cachegql.index.ingest.limits import SourceLimits
 from cachegql.index.ingest.locations import Opener
 from cachegql.index.ingest.manifest_listing import (
@@ -104,7 +109,11 @@ class PendingSizes:
         """The manifests' `FileStock` digest, by the status of each as it was read, once
         the sizes are in (None: one could not be looked at)."""
         if holds_at_least(specs, PROCESS_FROM if process_from is None else process_from):
-            self._start()
+            try:
+                self._start()
+            except BaseException:  # Ctrl-C held while it started: the reader goes with it
+                self.cancel()
+                raise
 
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")
@@ -118,12 +127,13 @@ class PendingSizes:
             claims = None
         # It lists the folder again rather than be sent a million paths (and hold them).
         args = (str(self._specs), sender, os.getpid(), self._views, self._limits, claims)
-        process = start_helper(context, _send_sizes, args)
-        sender.close()
-        if process is None:  # read them here
-            receiver.close()
-            return
-        self._process, self._receiver, self._claims = process, receiver, claims
+        with ctrl_c_held():
+            process = start_helper(context, _send_sizes, args)
+            sender.close()
+            if process is None:  # read them here
+                receiver.close()
+                return
+            self._process, self._receiver, self._claims = process, receiver, claims
 
     def read_views_here(self, read: Callable[[ViewBlob], ViewOutcome]) -> None:
         """Read with `read`, in this process, the views the reading process has not taken,
@@ -177,15 +187,7 @@ class PendingSizes:
 
     def cancel(self) -> None:
         """Stop reading (the build stops, or the sizes are in)."""
-        if self._process is not None:
-            self._process.terminate()
-            self._process.join(_STOPPING_SECONDS)
-            if self._process.exitcode is None:  # has not ended: no more waiting on it
-                self._process.kill()
-                self._process.join()
-            self._process.close()
-        if self._receiver is not None:
-            self._receiver.close()
+        stop_helper(self._process, self._receiver)
         self._process, self._receiver = None, None
 
 
@@ -278,7 +280,6 @@ _NO_SIZE = "spec manifest without a tarball size; ignored"
 # file is not one, and is not read (a sparse file of 100 GB would be, whole).
 MANIFEST_MAX_BYTES = 1 << 20
 _CHECK_EVERY = 1024  # manifests read between two looks at whether the build is still there
-_STOPPING_SECONDS = 5.0
 
 
 def _hash_of(path: str) -> str:
