@@ -7,7 +7,10 @@ Real local v3 mirrors (the demo generator's), a real helper process.
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
+import multiprocessing.context
+import multiprocessing.resource_tracker
 import os
 import shutil
 import signal
@@ -191,6 +194,28 @@ def test_ctrl_c_while_the_helper_starts_is_left_to_the_build(
         ahead.close()
     assert found == [look(root) for _, root in looks] and ahead.helped == len(looks)
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_no_process_to_start_leaves_the_looks_to_the_build(
+    generated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process limit reached (EAGAIN) as the helper, or the resource tracker before it,
+    would start: no helper, and the build takes every look, as it would alone."""
+
+    def cannot(*args: object, **kwargs: object) -> None:
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(multiprocessing.resource_tracker, "ensure_running", cannot)
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", cannot)
+    looks = _looks(generated)
+    ahead = LookAhead(looks, ahead_from=1)
+    try:
+        ahead.start()
+        assert ahead._process is None
+        found = [ahead.look(tag, root) for tag, root in looks]
+    finally:
+        ahead.close()
+    assert found == [look(root) for _, root in looks] and ahead.helped == 0
 
 
 def test_few_spec_manifests_start_no_helper(generated: Path) -> None:

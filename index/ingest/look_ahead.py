@@ -32,9 +32,9 @@ from cachegql.index.ingest.buildcache import V3_SPECS
 from cachegql.index.ingest.claims import EachClaims
 from cachegql.index.ingest.helper_process import (
     as_helper,
-    ctrl_c_held,
     start_helper,
     stop_helper,
+    stops_held,
 )
 from cachegql.index.ingest.identity import look
 from cachegql.index.ingest.locations import Location
@@ -86,7 +86,7 @@ class LookAhead:
             receiver, sender = context.Pipe(duplex=False)
         except Exception:  # no semaphore or descriptor here: the build looks alone
             return
-        with ctrl_c_held():
+        with stops_held():
             process = start_helper(context, _look_ahead, (self._roots, claims, sender, os.getpid()))
             sender.close()
             if process is None:

@@ -30,9 +30,9 @@ from cachegql.index.ingest.file_stock import FileStock
 from cachegql.index.ingest.files import TooLargeError, read_regular_status, reason
 from cachegql.index.ingest.helper_process import (
     as_helper,
-    ctrl_c_held,
     start_helper,
     stop_helper,
+    stops_held,
 )
 from cachegql.index.ingest.limits import SourceLimits
 from cachegql.index.ingest.locations import Opener
@@ -111,7 +111,7 @@ class PendingSizes:
         if holds_at_least(specs, PROCESS_FROM if process_from is None else process_from):
             try:
                 self._start()
-            except BaseException:  # Ctrl-C held while it started: the reader goes with it
+            except BaseException:  # a stop held while it started: the reader goes with it
                 self.cancel()
                 raise
 
@@ -127,7 +127,7 @@ class PendingSizes:
             claims = None
         # It lists the folder again rather than be sent a million paths (and hold them).
         args = (str(self._specs), sender, os.getpid(), self._views, self._limits, claims)
-        with ctrl_c_held():
+        with stops_held():
             process = start_helper(context, _send_sizes, args)
             sender.close()
             if process is None:  # read them here
