@@ -6,7 +6,7 @@ import gc
 import hashlib
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -188,7 +188,7 @@ class _TagBuild:
             [
                 (tag, root)
                 for tag in tags
-                if self._earlier(tag, requests)
+                if self._earlier(tag, requests.get(tag, []))
                 for root in local_mirrors(requests[tag])
             ]
         )
@@ -206,17 +206,17 @@ class _TagBuild:
         finally:
             self.looks.close()
 
-    def _earlier(self, tag: str, requests: Mapping[str, list[CacheRequest]]) -> str | None:
+    def _earlier(self, tag: str, requests: list[CacheRequest]) -> str | None:
         """The previous build's fingerprint of `tag`, if it is to be compared with it: a
         tag of build caches alone (a tag with pages is always read again: its pages were,
         to learn their tag)."""
-        cached_only = bool(requests.get(tag)) and tag not in self.result.tables
+        cached_only = bool(requests) and tag not in self.result.tables
         return self.previous.fingerprint(tag) if self.previous and cached_only else None
 
     def _tag(self, tag: str, requests: list[CacheRequest]) -> None:
         cached_only = bool(requests) and tag not in self.result.tables
         folder = f"tags/{len(self.entries)}"
-        earlier = self._earlier(tag, {tag: requests})
+        earlier = self._earlier(tag, requests)
         checking = None
         if self.previous is not None and earlier is not None:
             self.compared += 1

@@ -162,9 +162,7 @@ def look(root: Location, manifests: bool = True) -> Stock | None:
             stock = FileStock(STOCK_KIND)
             for folder, names in manifest_folders(root.join(*V3_SPECS).path, unlisted):
                 stock.add_folder(folder, names)
-            spec_manifests = stock.digest()
-            if spec_manifests is None:
-                raise ReadError(f"a {STOCK_KIND} file could not be looked at")
+            spec_manifests = _digest_of(stock, STOCK_KIND)
             if unlisted:  # the ingest reports it, and the tag is read again each time
                 return None
         local = v2_folder(root).path
@@ -182,6 +180,11 @@ def _stock_now(kind: str, paths: Iterable[str]) -> str:
     stock = FileStock(kind)
     for path, status in statuses_now(paths):
         stock.add_read(path, status)
+    return _digest_of(stock, kind)
+
+
+def _digest_of(stock: FileStock, kind: str) -> str:
+    """The digest of `stock`; ReadError when one of its files could not be looked at."""
     found = stock.digest()
     if found is None:
         raise ReadError(f"a {kind} file could not be looked at")
