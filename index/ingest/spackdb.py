@@ -30,6 +30,7 @@ from cachegql.index.ingest.node_reader import (
     flatten_node,
     node_hash,
     read_node,
+    read_record,
 )
 from cachegql.index.ingest.record_spans import (
     EscapeError,
@@ -103,7 +104,8 @@ def read_database(
 
     for scan in ("compact", "quick"):
         try:
-            return _read_records(*_records(data, source, scan, seen, check), source, seen, part)
+            records = _records(data, source, scan, seen, check)
+            return _read_records(*records, source, seen, part, scan)
         except EscapeError:
             forget_the_failed_scan()
             break
@@ -113,7 +115,8 @@ def read_database(
                 check.wait()
     if check is not None:
         check.wait()
-    return _read_records(*_records(data, source, "exact", seen, check), source, seen, part)
+    records = _records(data, source, "exact", seen, check)
+    return _read_records(*records, source, seen, part, "exact")
 
 
 def _read_records(
@@ -121,7 +124,8 @@ def _read_records(
     records: Iterable[_Record],
     source: str,
     seen: SeenNodes | None,
-    part: list[PartEntry] | None = None,
+    part: list[PartEntry] | None,
+    scan: Scan,
 ) -> Database:
     result = Database(source=source, version=version)
     memo = NodeMemo()
@@ -131,10 +135,14 @@ def _read_records(
             if part is not None:
                 part.append((digest, key, install, True))
             continue
+        node = None
+        if isinstance(install, bytes):  # a record's text: read as it is, else parsed
+            node = read_record(install, digest, memo)
+            if node is None:
+                install = _parsed(install, digest, scan)
         try:
-            if not isinstance(install, dict) or not isinstance(install.get("spec"), dict):
-                raise ValueError("expected {'spec': {...}, 'in_buildcache': ...}")
-            node = read_node(install["spec"], digest, bool(install.get("in_buildcache")), memo)
+            if node is None:
+                node = _node_of(install, digest, memo)
         except ValueError as exc:
             result.problems.append(Problem(source, f"record {digest} skipped: {exc}"))
             continue
@@ -144,6 +152,13 @@ def _read_records(
         if part is not None:
             part.append((node.hash, key, node, False))
     return result
+
+
+def _node_of(record: Any, digest: str, memo: NodeMemo) -> Node:
+    """The node of a parsed index record; ValueError if it has none."""
+    if not isinstance(record, dict) or not isinstance(record.get("spec"), dict):
+        raise ValueError("expected {'spec': {...}, 'in_buildcache': ...}")
+    return read_node(record["spec"], digest, bool(record.get("in_buildcache")), memo)
 
 
 def binary_hashes(data: Blob, source: str) -> set[str]:
@@ -160,8 +175,9 @@ _VERSION = re.compile(rb'"version"\s*:\s*"?([^",}\s]*)"?')
 _RELEASE_SPAN = 64 << 20  # bytes of a mapped index read before its pages are dropped
 # How the records of an index are found (index/ingest/record_spans.py).
 Scan = Literal["compact", "quick", "exact"]
-# A record: its hash, what it holds (the parsed record, its flag when read lazily, or the
-# node `seen` took for it), and its key for `seen` (empty: none).
+# A record: its hash, what it holds (its text, the parsed record of a whole document, its
+# flag when read lazily, or the node `seen` took for it), and its key for `seen` (empty:
+# none).
 _Record = tuple[str, Any, bytes]
 PartEntry = tuple[str, bytes, Node, bool]
 """A node as read from an index: its key in the database, its record's key for `seen`
@@ -176,7 +192,8 @@ def _records(
     check: PendingCheck | None = None,
     lazy: bool = False,
 ) -> tuple[int, Iterator[_Record]]:
-    """The database version and its records (`_Record`), read slice by slice.
+    """The database version and its records (`_Record`), read slice by slice: each
+    record's text, for `_read_records` to read (`_parsed` raises as a scan must).
 
     With `seen`, a record that another cache of the tag gave with the same bytes (see
     index/ingest/seen_nodes.py) is not parsed: its node is given instead of the record;
@@ -234,15 +251,23 @@ def _records(
                 if node is not None:
                     yield digest, node, key
                     continue
-            try:
-                record = orjson.loads(piece)
-            except orjson.JSONDecodeError as exc:
-                if not exact:  # a record the quick scan missed may be inside: look again
-                    raise SlicingError(str(exc)) from None
-                raise SourceFormatError(f"not valid JSON ({exc}) in record {digest}") from None
-            yield digest, bool(record.get("in_buildcache")) if lazy else record, key
+            if lazy:
+                yield digest, bool(_parsed(piece, digest, scan).get("in_buildcache")), key
+            else:
+                yield digest, piece, key
 
     return _db_version(version.group(1).decode()), records()
+
+
+def _parsed(piece: bytes, digest: str, scan: Scan) -> Any:
+    """A record's text parsed. Not JSON: SlicingError for a record a scan other than the
+    exact one found (one it missed may be inside: scan again), else SourceFormatError."""
+    try:
+        return orjson.loads(piece)
+    except orjson.JSONDecodeError as exc:
+        if scan != "exact":
+            raise SlicingError(str(exc)) from None
+        raise SourceFormatError(f"not valid JSON ({exc}) in record {digest}") from None
 
 
 def _check_frame(data: Blob, begin: int, end: int) -> None:
