@@ -188,10 +188,16 @@ def read_node(raw: dict[str, Any], digest: str, in_buildcache: bool, memo: NodeM
     )
 
 
+class _Target(msgspec.Struct):
+    """A microarchitecture (DB 6 and 7): only its name is read."""
+
+    name: str
+
+
 class _Arch(msgspec.Struct):
     platform: str
     platform_os: str
-    target: Any
+    target: str | _Target
 
 
 _NULL = msgspec.Raw(b"null")
@@ -213,7 +219,7 @@ class _Spec(msgspec.Struct):
 
 class _Record(msgspec.Struct):
     spec: _Spec
-    in_buildcache: Any = False
+    in_buildcache: bool = False
 
 
 _RECORD = msgspec.json.Decoder(_Record)
@@ -225,11 +231,12 @@ def read_record(text: bytes, digest: str, memo: NodeMemo) -> Node | None:
     JSON text, as `read_node` reads the parsed record; None when it is not of the usual
     shape (a node's field missing or of another type, a DB 5 node, text that is not ASCII,
     any value `read_node` would refuse), for the caller to parse it and call `read_node`,
-    which then says what is wrong. 1.5 times as fast at 1M specs (21 -> 15 µs a record).
+    which then says what is wrong. 1.3 to 1.5 times as fast (`bench/record_reading.py`).
 
     ASCII only: msgspec does not check the UTF-8 of the values it skips, which orjson
-    refuses in any value. A number beyond a double's range (valid JSON) is read here,
-    where orjson refuses the record: both read it as Python can hold it, or not at all.
+    refuses in any value. A number beyond a double's range (valid JSON) in a field no node
+    keeps is skipped here, where orjson refuses the record; every field a node keeps is
+    typed or parsed by orjson.
     """
     if not memo.keyed or not text.isascii() or not is_hash(digest):
         return None
@@ -237,11 +244,8 @@ def read_record(text: bytes, digest: str, memo: NodeMemo) -> Node | None:
         record = _RECORD.decode(text)
         spec = record.spec
         arch = spec.arch
-        target = arch.target
-        target_name = target.get("name") if isinstance(target, dict) else target
-        if not (spec.name and spec.version and arch.platform and arch.platform_os):
-            return None
-        if not isinstance(target_name, str) or not target_name:
+        target_name = arch.target if isinstance(arch.target, str) else arch.target.name
+        if not (spec.name and spec.version and arch.platform and arch.platform_os and target_name):
             return None
         variants, flags = memo.read_raw_parameters(bytes(spec.parameters))
         edges = memo.read_raw_edges(bytes(spec.dependencies))
