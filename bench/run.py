@@ -530,9 +530,14 @@ def mirror_phase(report: Report, specs: int, packages: int, seed: int, venv: Pat
     log("indexing the build cache")
     started = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # --full: the build at `out` from an earlier run would otherwise be taken unchanged.
     command = [str(venv / "cachegql"), "index", str(folder / "mirror"), "--tag", "develop"]
     result = subprocess.run(
-        [*command, "--out", str(out), "-q"], cwd=ROOT, check=True, text=True, capture_output=True
+        [*command, "--out", str(out), "--full", "-q"],
+        cwd=ROOT,
+        check=True,
+        text=True,
+        capture_output=True,
     )
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     report.mirror["build"] = {
