@@ -267,7 +267,7 @@ class _TagBuild:
             del table, graph  # the tag's records go now, its cycles before the next tag is read
         fingerprint, file_digests = None, {}
         if parts is not None:
-            self.parts_taken += len(parts.taken)
+            self.parts_taken += len(set(parts.taken))  # a cache the tag lists twice: once
             self.sizes_taken += len(parts.sizes_taken)
         # A tag missing a cache, or any part of one, that failed to read is no picture of
         # its sources: without a fingerprint, it is read again next time.

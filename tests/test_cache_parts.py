@@ -490,6 +490,45 @@ def test_a_tag_of_v3_mirrors_takes_its_unchanged_spec_manifests_from_parts(
     assert _build(sources, out).sizes_taken == 3
 
 
+def test_the_closing_line_counts_each_mirror_taken_once_and_only_once_it_is_read(
+    sources: Path, tmp_path: Path
+) -> None:
+    """A mirror a tag lists twice counts once among the indexes and spec manifests taken
+    as read before; one whose index then cannot be read counts not at all (its sizes part
+    was taken before its index was asked for)."""
+    mirrors = _list_v3_mirrors(sources, "root")
+    listing = json.loads((sources / "listing.json").read_text())
+    stacks = [p for p in _index_files(sources, "v0.22") if "root" not in p.parts]
+    twice = next(e for e in listing["v0.22"] if "v3-mirror" in e["url"] and "root" not in e["url"])
+    listing["v0.22"].append(dict(twice))
+    (sources / "listing.json").write_text(json.dumps(listing))
+    out = tmp_path / "ix"
+    _build(sources, out)
+    listed = {mirrors[index].as_posix() for index in stacks} & {
+        (sources / e["url"]).as_posix() for e in listing["v0.22"]
+    }
+    changed = next(index for index in stacks if (sources / twice["url"]) != mirrors[index])
+    _add_a_dependency_flag(changed)
+    mb.write_index_manifest(mirrors[changed], changed.read_bytes(), (8,), False)
+    again = _build(sources, out)
+    assert again.reused == ["develop"], again.summary()
+    assert (again.parts_taken, again.sizes_taken) == (3, 4), again.summary()
+    assert "and 3 indexes and 4 mirrors' spec manifests as read before" in again.summary()
+    assert len(listed) == 3 and len(listing["v0.22"]) == 5
+
+    # Another stack's index blob damaged (its size kept) and its part gone: its spec
+    # manifests' part is taken, then its index cannot be read, and the mirror counts not.
+    lost = next(i for i in stacks if i != changed and (sources / twice["url"]) != mirrors[i])
+    checksum = hashlib.sha256(lost.read_bytes()).hexdigest()
+    blob = mb.blob_path(mirrors[lost], checksum)
+    blob.write_bytes(b" " * blob.stat().st_size)
+    for part in out.with_name("ix.parts").glob(f"*-{checksum}.part"):
+        part.unlink()
+    last = _build(sources, out)
+    assert any("checksum" in p.message for p in last.problems), last.problems
+    assert (last.parts_taken, last.sizes_taken) == (3, 3), last.summary()
+
+
 def test_spec_manifests_moved_unseen_or_not_listed_are_read_as_a_full_build_reads_them(
     sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -233,6 +233,8 @@ def _read_v3(
         if kept is not None:
             (data.sizes, problems), stock = kept
             opener.stocked(specs, stock)
+            if parts is not None:
+                parts.took_sizes(specs)
             outcomes = iter([view_outcome(view, opener) for view in readable])
         elif sizes is not None:
             sizes.read_views_here(lambda view: view_outcome(view, opener))

@@ -266,7 +266,7 @@ class CacheParts:
         self.stocks = stocks or {}
         self.names: set[str] = set()  # the parts this tag took or wrote
         self.taken: list[str] = []  # the locations taken from parts (tests, benchmarks)
-        self.sizes_taken: list[str] = []  # the folders of spec manifests likewise
+        self.sizes_taken: set[str] = set()  # the folders of spec manifests likewise
 
     def name(self, sha256: str, inflated: bool = False) -> str:
         """The file name of the part of an index whose bytes have this sha256 (`inflated`:
@@ -348,8 +348,12 @@ class CacheParts:
         if sizes is None:
             return None
         self.names.add(name)
-        self.sizes_taken.append(folder.text)
         return sizes, stock
+
+    def took_sizes(self, folder: Location) -> None:
+        """Count the sizes of `folder` as taken from their part: once its mirror was read
+        (its index too), and once however many times the tag lists it."""
+        self.sizes_taken.add(folder.text)
 
     def keep_sizes(self, folder: Location, stock: str | None, sizes: Sizes) -> None:
         """Write the sizes part of the spec manifests in `folder`, just read as `stock`
