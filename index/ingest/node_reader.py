@@ -205,7 +205,8 @@ _NULL = msgspec.Raw(b"null")
 
 class _Spec(msgspec.Struct):
     """The fields of a node that `read_node` reads, as one index record holds them; the
-    others are skipped unread (msgspec checks that they are JSON)."""
+    others are skipped unread (msgspec checks their syntax, not their UTF-8 nor their
+    numbers' range: see `read_record`)."""
 
     name: str
     version: str
