@@ -27,11 +27,22 @@ def _swallowed_by_a_library(signum: int) -> None:
 def test_a_stop_turned_into_another_error_still_ends_the_block_as_the_stop(
     signum: int, stop: type[BaseException]
 ) -> None:
-    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    with pytest.raises(stop) as raised, stop_signals_raise():
-        _swallowed_by_a_library(signum)
-    assert isinstance(raised.value.__cause__, TypeError)
-    assert {s: signal.getsignal(s) for s in before} == before  # the handlers put back
+    # As a command started from a terminal has them: the tests may run where SIGINT is
+    # ignored (started in the background by a shell without job control), which
+    # `stop_signals_raise` rightly leaves ignored (test_an_ignored_sigterm_stays_ignored).
+    previous = {
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, signal.SIG_DFL),
+    }
+    try:
+        before = {s: signal.getsignal(s) for s in previous}
+        with pytest.raises(stop) as raised, stop_signals_raise():
+            _swallowed_by_a_library(signum)
+        assert isinstance(raised.value.__cause__, TypeError)
+        assert {s: signal.getsignal(s) for s in before} == before  # the handlers put back
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def test_an_error_without_a_stop_is_that_error() -> None:
