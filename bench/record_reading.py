@@ -5,7 +5,7 @@
 
 INDEX_BLOB is a build cache's `index.json` (a v3 mirror's largest blob: `cachegql
 demo-data --mirror --specs 1000000` writes a 1.8 GB one). The first N records (all by
-default) are cut out of it once, as the compact scan finds them, then each way reads them
+default) are cut out of it once, by the build's own compact scan, then each way reads them
 all with a fresh memo, in turn for each round, the cycle collector paused as in a build;
 prints the microseconds a record of each way (the least, and each round's) and checks that
 both give the same nodes.
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import gc
 import mmap
-import re
 import sys
 import time
 from pathlib import Path
@@ -25,23 +24,17 @@ import orjson
 
 from cachegql.index.ingest.dag_nodes import Node
 from cachegql.index.ingest.node_reader import NodeMemo, read_node, read_record
-from cachegql.index.ingest.record_spans import compact_spans, end_of_value, last_record
-
-INSTALLS = re.compile(rb'"installs"\s*:\s*\{')
+from cachegql.index.ingest.spackdb import _records
 
 
 def records(path: Path, limit: int | None) -> list[tuple[str, bytes]]:
+    """The records' texts as a build's compact scan hands them to `_read_records`."""
     with path.open("rb") as file:
         data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-    installs = INSTALLS.search(data)
-    assert installs is not None, f"{path}: no installs"
-    last = last_record(data, installs.end(), 1 << 20)
-    assert last is not None, f"{path}: no records"
     found = []
-    for key, end, _ in compact_spans(
-        data, installs.end(), last, end_of_value(data, last.end() - 1)
-    ):
-        found.append((key.group(1).decode(), data[key.end() - 1 : end].rstrip().rstrip(b",")))
+    for digest, text, _ in _records(data, str(path), "compact")[1]:
+        assert isinstance(text, bytes), f"{path}: not read record by record"
+        found.append((digest, text))
         if limit is not None and len(found) >= limit:
             break
     return found
