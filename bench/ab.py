@@ -17,8 +17,6 @@ the summary gives each side's req/s as a share of the floor's.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -27,6 +25,7 @@ from run import (  # type: ignore[import-not-found]
     PORT,
     WORK,
     children,
+    cpu_seconds,
     floor_command,
     load,
     post,
@@ -46,16 +45,6 @@ def prefix(index: Path) -> str:
         return str(snapshot.hash_of(snapshot.num_specs // 2))[:7]
     finally:
         store.close()
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User and system CPU seconds of these processes so far."""
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def serve_command(venv: Path, index: Path, workers: int, flags: list[str]) -> list[str]:
@@ -123,17 +112,23 @@ def main() -> int:
                     command = serve_command(venv, args.index, args.workers, flags)
                     if cache == "uncached":
                         command += ["--response-cache-mb", "0"]
-                with server(command, url, env=env) as (process, _):
+                with server(command, url, env=env, workers=args.workers) as (process, _):
                     pids = [process.pid, *children(process.pid)]
                     spent = cpu_seconds(pids)
-                    result = load(PORT, query, load_args)
+                    workers = children(process.pid) if args.workers > 1 else None
+                    result = load(PORT, query, load_args, workers)
                     spent = cpu_seconds(pids) - spent
                 result["cpu_us"] = spent / max(1, result["requests"]) * 1e6
                 results.setdefault((side, cache), []).append(result)
                 print(
                     f"round {round_ + 1} {cache:8} {side:6} {result['rps']:8.0f} req/s "
                     f"p50 {result['p50_ms']:.2f} ms p99 {result['p99_ms']:.2f} ms "
-                    f"errors {result['errors']}, server CPU {result['cpu_us']:.0f} us/request",
+                    f"errors {result['errors']}, server CPU {result['cpu_us']:.0f} us/request"
+                    + (
+                        f", connections {'/'.join(map(str, result['connections']))}"
+                        if workers
+                        else ""
+                    ),
                     flush=True,
                 )
     print("\nmedians over rounds")

@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,6 +41,7 @@ except ImportError:
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules
 
+from connections import connections_per_worker
 from machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -305,6 +307,16 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds of these processes so far."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(c) for c in path.read_text().split()] if path.exists() else []
@@ -316,8 +328,11 @@ def server(
     url: str,
     env: dict[str, str] | None = None,
     probe: str = "{ tags { name } }",
+    workers: int = 1,
 ) -> Iterator[tuple[subprocess.Popen[bytes], float]]:
-    """Start a server; yield it and the seconds from start to its first answered query."""
+    """Start a server; yield it and the seconds from start to its first answered query,
+    once all its `workers` listen and are done loading (the first to answer may do so
+    alone: a load begun then would leave the others none of its connections)."""
     started = time.perf_counter()
     process = subprocess.Popen(
         command,
@@ -338,7 +353,21 @@ def server(
                 time.sleep(0.01)
             if time.perf_counter() - started > 120:
                 raise RuntimeError("server did not answer within 120 s")
-        yield process, time.perf_counter() - started
+        first_answer = time.perf_counter() - started
+        port = urllib.parse.urlsplit(url).port or 80
+        while workers > 1 and len(connections_per_worker(children(process.pid), port)) < workers:
+            if time.perf_counter() - started > 120:
+                raise RuntimeError(f"not all {workers} workers listen within 120 s")
+            time.sleep(0.05)
+        # Workers sharing one socket all hold it from their start, listening or not: wait
+        # for them to be done loading (a quarter of a second with under 10 ms of CPU).
+        spent = cpu_seconds(children(process.pid))
+        while workers > 1:
+            time.sleep(0.25)
+            spent, before = cpu_seconds(children(process.pid)), spent
+            if spent - before < 0.01 or time.perf_counter() - started > 120:
+                break
+        yield process, first_answer
     finally:
         with contextlib.suppress(ProcessLookupError):  # it may have exited on its own
             os.killpg(process.pid, signal.SIGTERM)
@@ -349,9 +378,12 @@ def server(
             process.wait()
 
 
-def load(port: int, query: str, args: argparse.Namespace) -> dict[str, Any]:
+def load(
+    port: int, query: str, args: argparse.Namespace, workers: list[int] | None = None
+) -> dict[str, Any]:
+    """One load's numbers; with the server's `workers`, how they split its connections too."""
     body = json.dumps({"query": query})
-    result = subprocess.run(
+    process = subprocess.Popen(
         [
             sys.executable,
             str(ROOT / "bench" / "loadgen.py"),
@@ -366,11 +398,19 @@ def load(port: int, query: str, args: argparse.Namespace) -> dict[str, Any]:
             "--max-requests",
             str(args.max_requests),
         ],
-        check=True,
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
     )
-    parsed: dict[str, Any] = json.loads(result.stdout)
+    split = None
+    if workers:
+        time.sleep(min(1.0, args.duration / 2))  # the connections are open by then
+        split = connections_per_worker(workers, port)
+    out, _ = process.communicate()
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, process.args)
+    parsed: dict[str, Any] = json.loads(out)
+    if split is not None:
+        parsed["connections"] = split
     return parsed
 
 
@@ -378,12 +418,12 @@ def sequential_latency(url: str, query: str, runs: int = 200) -> dict[str, float
     return quantiles(timed(lambda: post(url, query), min_runs=runs, min_seconds=0.5))
 
 
-def floor_command(venv: Path, workers: int) -> list[str]:
-    """The floor: a bare starlette endpoint under cachegql's uvicorn settings (run from
-    the repository's root, where `bench.floor_app` is found)."""
-    command = [str(venv / "bin" / "uvicorn"), "bench.floor_app:app", "--port", str(PORT)]
-    command += ["--workers", str(workers), "--loop", "uvloop", "--http", "httptools"]
-    return [*command, "--no-access-log", "--log-level", "warning"]
+def floor_command(venv: Path, workers: int, shared_socket: bool = False) -> list[str]:
+    """The floor: a bare starlette endpoint under cachegql's uvicorn settings, its workers
+    listening as `cachegql serve`'s do (run from the repository's root, where
+    `bench.floor_app` is found)."""
+    command = [str(venv / "bin" / "python"), "-m", "bench.floor_app", "--port", str(PORT)]
+    return [*command, "--workers", str(workers)] + ["--shared-socket"] * shared_socket
 
 
 def cachegql_command(index: Path, workers: int, cache: bool = True, venv: Path = VENV) -> list[str]:
@@ -415,7 +455,7 @@ def serving(index: Path, queries: dict[str, str], args: argparse.Namespace, repo
     for workers in counts:
         for cache in (False, True):
             command = cachegql_command(index, workers, cache, args.server_venv / "bin")
-            with server(command, url) as (process, first_answer):
+            with server(command, url, workers=workers) as (process, first_answer):
                 pids = children(process.pid) if workers > 1 else [process.pid]
                 key = f"cachegql_{_workers(workers)}_{'cached' if cache else 'uncached'}"
                 if not cache:
@@ -423,8 +463,10 @@ def serving(index: Path, queries: dict[str, str], args: argparse.Namespace, repo
                         "start_to_first_answer_s": round(first_answer, 2),
                         "rss_after_load_mb": [rss_mb(pid) for pid in pids],
                     }
+                workers_pids = pids if workers > 1 else None
                 for name in HTTP_QUERIES:
-                    report.http.setdefault(name, {})[key] = load(PORT, queries[name], args)
+                    result = load(PORT, queries[name], args, workers_pids)
+                    report.http.setdefault(name, {})[key] = result
                     log(f"http {name} {key}: {report.http[name][key]}")
                 if not cache:
                     report.serving[_workers(workers)]["rss_after_queries_mb"] = [
@@ -437,10 +479,11 @@ def serving(index: Path, queries: dict[str, str], args: argparse.Namespace, repo
             body.write_bytes(post(url, queries[name]))
         for workers in counts:
             key = f"floor_{_workers(workers)}"
-            with server(
-                floor_command(VENV.parent, workers), url, env={"BENCH_FLOOR_BODY": str(body)}
-            ):
-                report.http[name][key] = load(PORT, queries[name], args)
+            floor = floor_command(VENV.parent, workers)
+            env = {"BENCH_FLOOR_BODY": str(body)}
+            with server(floor, url, env=env, workers=workers) as (process, _):
+                floor_workers = children(process.pid) if workers > 1 else None
+                report.http[name][key] = load(PORT, queries[name], args, floor_workers)
             log(f"http {name} {key}: {report.http[name][key]}")
 
 
@@ -732,9 +775,11 @@ def _versus_pages_rows(mirror: dict[str, Any]) -> list[str]:
 
 
 def _load_text(run: dict[str, Any]) -> str:
+    split = run.get("connections")
+    per_worker = f", connections per worker {'/'.join(map(str, split))}" if split else ""
     return (
         f"{run['rps']:,} req/s, p50 {run['p50_ms']} ms, p99 {run['p99_ms']} ms "
-        f"({run['requests']} requests, {run['errors']} errors)"
+        f"({run['requests']} requests, {run['errors']} errors{per_worker})"
     )
 
 

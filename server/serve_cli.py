@@ -66,6 +66,13 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument("--default-tag", metavar="TAG", help="tag used when a query names none")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     serve.add_argument(
+        "--shared-socket",
+        action="store_true",
+        help="with several workers, let them accept from one shared socket (uvicorn's way) "
+        "rather than a socket each on the same port, among which the kernel spreads new "
+        "connections (the default on Linux; docs/serving/http.md)",
+    )
+    serve.add_argument(
         "--max-first",
         type=int,
         metavar="N",
@@ -145,11 +152,10 @@ def add_serve_command(commands: Any) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from cachegql.index import IndexLoadError, IndexStore
     from cachegql.schema import DEFAULT_MAX_FIRST
     from cachegql.server.access_log import LOG_FORMAT, configure_logger
+    from cachegql.server.listen import run
     from cachegql.server.protocol import protocol
     from cachegql.server.settings import Settings
 
@@ -215,15 +221,20 @@ def _serve(args: argparse.Namespace) -> int:
             store.close()
             del store  # the workers load their own: this process must not hold it too
             served = "cachegql.server.app:app_from_env"
-        uvicorn.run(
-            served,
-            factory=args.workers > 1,
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            loop="uvloop",
-            http=protocol(settings.read_timeout),
-            log_level="info",
-            access_log=False,  # the app logs each request itself (server/access_log.py)
-        )
+        try:
+            run(
+                served,
+                socket_per_worker=not args.shared_socket,
+                factory=args.workers > 1,
+                host=args.host,
+                port=args.port,
+                workers=args.workers,
+                loop="uvloop",
+                http=protocol(settings.read_timeout),
+                log_level="info",
+                access_log=False,  # the app logs each request itself (server/access_log.py)
+            )
+        except OSError as exc:  # uvicorn reports its own; this is the socket per worker's
+            print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+            return 1
     return 0

@@ -1,0 +1,197 @@
+"""Several workers listen on a socket each (`server/listen.py`): real sockets, a real
+`cachegql serve --workers 2`, and the kernel's own view of who holds what (/proc)."""
+
+from __future__ import annotations
+
+import errno
+import importlib.util
+import io
+import pickle
+import socket
+import subprocess
+import time
+from contextlib import ExitStack
+from multiprocessing.reduction import ForkingPickler
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+import pytest
+
+from cachegql.index import build_index
+from cachegql.server.listen import SOCKET_PER_WORKER, hold_port
+from tests.conftest import CLI, PAGES
+
+pytestmark = pytest.mark.skipif(
+    not SOCKET_PER_WORKER, reason="a socket per worker needs Linux's SO_REUSEPORT"
+)
+
+CONNECTIONS = 32
+"""Spread by the kernel's hash, all of them land on one of two sockets once in 2**31 runs."""
+
+
+def _sent_to_workers(held: socket.socket, workers: int) -> list[socket.socket]:
+    """`held` as uvicorn's supervisor sends it to each of `workers` processes."""
+    buffer = io.BytesIO()
+    ForkingPickler(buffer).dump([held])
+    return [pickle.loads(buffer.getvalue())[0] for _ in range(workers)]
+
+
+def _accepted(listening: socket.socket) -> int:
+    listening.setblocking(False)
+    count = 0
+    while True:
+        try:
+            connection, _ = listening.accept()
+        except BlockingIOError:
+            return count
+        connection.close()
+        count += 1
+
+
+def test_each_worker_receives_a_socket_of_its_own_on_the_held_address() -> None:
+    with ExitStack() as stack:
+        held = stack.enter_context(hold_port("127.0.0.1", 0))
+        address = held.getsockname()
+        assert address[1] != 0, "port 0 is the system's choice, held from the start"
+        received = [stack.enter_context(s) for s in _sent_to_workers(held, 2)]
+        assert [s.getsockname() for s in received] == [address, address]
+        assert len({held.fileno(), *(s.fileno() for s in received)}) == 3
+        for listening in received:
+            listening.listen(CONNECTIONS)
+        clients = [
+            stack.enter_context(socket.create_connection(address)) for _ in range(CONNECTIONS)
+        ]
+        assert clients
+        time.sleep(0.2)  # the handshakes are the kernel's, done by now
+        counts = [_accepted(listening) for listening in received]
+        # The held socket does not listen: every connection went to a worker's.
+        assert sum(counts) == CONNECTIONS
+        assert min(counts) > 0, f"the kernel gave one socket all the connections: {counts}"
+
+
+@pytest.mark.parametrize("reuse_port", [False, True], ids=["plain", "SO_REUSEPORT"])
+def test_an_address_something_listens_on_is_refused(reuse_port: bool) -> None:
+    """Also one another `cachegql serve` listens on: SO_REUSEPORT would let this one share
+    its connections, each server answering some with its own index."""
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, int(reuse_port))
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        with pytest.raises(OSError) as refused:
+            hold_port("127.0.0.1", other.getsockname()[1]).close()
+    assert refused.value.errno == errno.EADDRINUSE
+
+
+# One `cachegql serve --workers 2`
+
+
+@pytest.fixture(scope="module")
+def pages_ix(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("listen") / "ix"
+    build_index([PAGES], out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def connections() -> ModuleType:
+    """The benchmark's reader of /proc (`bench/connections.py`), tested here as well."""
+    path = Path(__file__).resolve().parents[1] / "bench" / "connections.py"
+    spec = importlib.util.spec_from_file_location("bench_connections", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _workers(parent: int, port: int, connections: ModuleType) -> dict[int, set[str]]:
+    """The listening sockets (inodes) of each of `parent`'s children that listens on `port`."""
+    listening = {inode for inode, state in connections._sockets(port).items() if state == "0A"}
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    found = {}
+    for child in map(int, children):
+        mine = set(connections._socket_inodes(child)) & listening
+        if mine:
+            found[child] = mine
+    return found
+
+
+def _started(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as stderr:
+        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"serve exited: {log.read_text()}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["socket-per-worker", "shared-socket"])
+def test_two_workers_and_the_connections_they_hold(
+    pages_ix: Path, tmp_path: Path, connections: ModuleType, shared: bool
+) -> None:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [CLI, "serve", "--index", str(pages_ix), "--workers", "2", "--port", str(port)]
+    command += ["--reload-interval", "0"] + ["--shared-socket"] * shared
+    log = tmp_path / "serve.log"
+    process = _started(command, log)
+    try:
+        _wait_ready(url, process, log)
+        deadline = time.monotonic() + 60
+        while len(workers := _workers(process.pid, port, connections)) < 2:
+            # One worker answers /readyz while the other may still be loading.
+            assert time.monotonic() < deadline, (workers, log.read_text())
+            time.sleep(0.1)
+        assert len(workers) == 2, workers
+        sockets = list(workers.values())
+        if shared:
+            assert sockets[0] == sockets[1], "--shared-socket: both accept from one socket"
+        else:
+            assert sockets[0].isdisjoint(sockets[1]), "each worker listens on its own socket"
+        clients = [httpx.Client(base_url=url) for _ in range(CONNECTIONS)]
+        try:
+            for client in clients:  # each keeps its connection open once answered
+                assert client.get("/healthz").status_code == 200
+            counts = connections.connections_per_worker(list(workers), port)
+        finally:
+            for client in clients:
+                client.close()
+        assert sum(counts) == CONNECTIONS
+        if not shared:
+            assert min(counts) > 0, f"one worker holds every connection: {counts}"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+    if not shared:
+        assert f"listening on {url}, 2 workers with a socket each" in log.read_text()
+
+
+def test_an_address_in_use_is_said_and_the_command_fails(pages_ix: Path) -> None:
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        command = [CLI, "serve", "--index", str(pages_ix), "--workers", "2", "--port", str(port)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert f"error: cannot listen on 127.0.0.1:{port}: [Errno 98] Address already in use" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
