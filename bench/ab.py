@@ -23,6 +23,7 @@ from pathlib import Path
 
 from run import (  # type: ignore[import-not-found]
     PORT,
+    VENV,
     WORK,
     children,
     cpu_seconds,
@@ -106,7 +107,8 @@ def main() -> int:
             for side, (venv, flags) in sides.items():
                 env = None
                 if side == "floor":
-                    command = floor_command(venv, args.workers)
+                    # This checkout's floor, which listens as its `cachegql serve` does.
+                    command = floor_command(VENV.parent, args.workers)
                     env = {"BENCH_FLOOR_BODY": str(floor_body)}
                 else:
                     command = serve_command(venv, args.index, args.workers, flags)

@@ -399,19 +399,30 @@ def load(
             str(args.max_requests),
         ],
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     split = None
-    if workers:
-        time.sleep(min(1.0, args.duration / 2))  # the connections are open by then
-        split = connections_per_worker(workers, port)
-    out, _ = process.communicate()
+    try:
+        if workers:
+            split = _split(workers, port, args.concurrency, time.perf_counter() + args.duration)
+    finally:
+        out, err = process.communicate()
     if process.returncode:
-        raise subprocess.CalledProcessError(process.returncode, process.args)
+        raise subprocess.CalledProcessError(process.returncode, process.args, out, err)
     parsed: dict[str, Any] = json.loads(out)
     if split is not None:
         parsed["connections"] = split
     return parsed
+
+
+def _split(workers: list[int], port: int, connections: int, until: float) -> list[int]:
+    """How `workers` split the load's connections, read once all are open (or at `until`)."""
+    while True:
+        split = connections_per_worker(workers, port)
+        if sum(split) >= connections or time.perf_counter() >= until:
+            return split
+        time.sleep(0.05)
 
 
 def sequential_latency(url: str, query: str, runs: int = 200) -> dict[str, float]:

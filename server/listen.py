@@ -2,10 +2,10 @@
 
 uvicorn's workers share the one socket its parent binds, and the worker woken first takes
 every connection waiting on it: 16 keep-alive clients connecting at once can all land on
-one worker, which answers them alone while the other idles (16 to 0 in one round of nine
-measured, at 56% of the rate of an 8 to 8 split: docs/performance.md). Here each worker
-listens on a socket of its own, bound to the same address with `SO_REUSEPORT`, and the
-kernel hashes each new connection to one of them: they split as coin tosses do.
+one worker, which answers them alone while the other idles (16 to 0 in 3 of 20 starts
+measured, 15 to 1 in one more: docs/performance.md). Here each worker listens on a socket
+of its own, bound to the same address with `SO_REUSEPORT`, and the kernel hashes each new
+connection to one of them: they split as coin tosses do.
 
 The parent keeps a socket bound to the address (not listening, so it is given no
 connection) for the server's life: it holds the port number, also one the system chose
@@ -13,27 +13,33 @@ for port 0, and it is the socket uvicorn's supervisor sends each worker it start
 restarts. Pickled to a worker, as the supervisor sends sockets, it arrives as a new socket
 bound to that address (`_HeldPort.__reduce__`).
 
-Before binding it, the address is bound once without `SO_REUSEPORT`: that fails if anything
-listens there, another `cachegql serve` included, which `SO_REUSEPORT` alone would let in
-to share the connections.
+Another server must not join the port: `SO_REUSEPORT` lets any socket of the same user
+that asks for it share the connections, each server answering some from its own index.
+So the address is first bound once without `SO_REUSEPORT`, which fails if anything
+listens there; and the held socket does without `SO_REUSEADDR`, so that a later server's
+such bind fails on it too, while this server's workers are still loading.
 
-What it costs: connections waiting in a worker's own queue when it dies are reset, where a
-shared socket leaves them to the others. Linux only (where `SO_REUSEPORT` spreads TCP
-connections); elsewhere, with one worker, or with `cachegql serve --shared-socket`, uvicorn
-runs as it does on its own.
+What it costs: a worker that is stuck keeps being given its share of new connections
+until uvicorn's supervisor ends it (its health check: 5 s), and the connections waiting
+in its queue then are reset, where with a shared socket the other workers would take
+them (Linux 5.14 and later hand them to the others with `net.ipv4.tcp_migrate_req=1`).
+Linux only (where `SO_REUSEPORT` spreads TCP connections); elsewhere, with one worker, or
+with `cachegql serve --shared-socket`, uvicorn runs as it does on its own.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 import sys
 from typing import Any
 
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
-__all__ = ["SOCKET_PER_WORKER", "hold_port", "run"]
+__all__ = ["SOCKET_PER_WORKER", "CannotListenError", "hold_port", "run"]
 
 SOCKET_PER_WORKER = sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
 """Whether this system can give each worker a socket of its own on one port."""
@@ -41,19 +47,25 @@ SOCKET_PER_WORKER = sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
 _logger = logging.getLogger("uvicorn.error")
 
 
+class CannotListenError(Exception):
+    """The address cannot be held: something listens there, or it is not this machine's."""
+
+
 def run(app: Any, *, socket_per_worker: bool = True, **options: Any) -> None:
-    """`uvicorn.run(app, **options)`, with several workers listening on a socket each
-    where the system can (`SOCKET_PER_WORKER`) and `socket_per_worker` asks for it."""
-    if not (socket_per_worker and SOCKET_PER_WORKER and options.get("workers", 1) > 1):
+    """`uvicorn.run(app, **options)`, where several workers on a host and port each listen
+    on a socket of its own if the system can (`SOCKET_PER_WORKER`) and `socket_per_worker`
+    asks for it (the app is then an import string, as uvicorn's workers need).
+    CannotListenError when the address cannot be held."""
+    others = ("uds", "fd", "reload")  # ways of listening uvicorn has, left to it
+    several = (options.get("workers") or 1) > 1 and not any(options.get(o) for o in others)
+    if not (socket_per_worker and SOCKET_PER_WORKER and several):
         uvicorn.run(app, **options)
         return
     config = uvicorn.Config(app, **options)
     with hold_port(config.host, config.port) as held:
-        host, port = held.getsockname()[:2]
         _logger.info(
-            "listening on http://%s:%d, %d workers with a socket each",
-            f"[{host}]" if held.family == socket.AF_INET6 else host,
-            port,
+            "listening on http://%s, %d workers with a socket each",
+            _shown(held.getsockname()),
             config.workers,
         )
         Multiprocess(config, sockets=[held]).run()
@@ -61,19 +73,30 @@ def run(app: Any, *, socket_per_worker: bool = True, **options: Any) -> None:
 
 def hold_port(host: str, port: int) -> socket.socket:
     """A socket bound to (`host`, `port`) that each worker it is sent to receives as a socket
-    of its own on that address; OSError when something already listens there."""
+    of its own on that address; CannotListenError when something listens there."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind((host, port))
-        address = probe.getsockname()
-    held = _HeldPort(family)
     try:
-        _share_address(held)
-        held.bind(address)
-    except OSError:
-        held.close()
-        raise
+        with socket.socket(family) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+            address = probe.getsockname()
+        held = _HeldPort(family)
+        try:
+            held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            try:
+                held.bind(address)
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                # Connections in TIME_WAIT of a socket without SO_REUSEPORT (a server run
+                # before with a shared socket): the probe found no listener, so take it.
+                held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                held.bind(address)
+        except OSError:
+            held.close()
+            raise
+    except OSError as exc:
+        raise CannotListenError(f"cannot listen on {_shown((host, port))}: {exc}") from None
     return held
 
 
@@ -87,11 +110,18 @@ class _HeldPort(socket.socket):
 def _bound(family: int, address: Any) -> socket.socket:
     """In a worker: its own socket on the parent's address (uvicorn makes it listen)."""
     sock = socket.socket(family)
-    _share_address(sock)
-    sock.bind(address)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        # A start failure: uvicorn's supervisor then stops, rather than start it again.
+        _logger.error("cannot listen on %s: %s", _shown(address), exc)
+        sys.exit(STARTUP_FAILURE)
     return sock
 
 
-def _share_address(sock: socket.socket) -> None:
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+def _shown(address: Any) -> str:
+    host, port = address[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -152,10 +152,12 @@ def add_serve_command(commands: Any) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from uvicorn.config import STARTUP_FAILURE
+
     from cachegql.index import IndexLoadError, IndexStore
     from cachegql.schema import DEFAULT_MAX_FIRST
     from cachegql.server.access_log import LOG_FORMAT, configure_logger
-    from cachegql.server.listen import run
+    from cachegql.server.listen import CannotListenError, run
     from cachegql.server.protocol import protocol
     from cachegql.server.settings import Settings
 
@@ -234,7 +236,8 @@ def _serve(args: argparse.Namespace) -> int:
                 log_level="info",
                 access_log=False,  # the app logs each request itself (server/access_log.py)
             )
-        except OSError as exc:  # uvicorn reports its own; this is the socket per worker's
-            print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-            return 1
+        except CannotListenError as exc:
+            # uvicorn reports its own (with a shared socket) the same way and with this code.
+            print(f"error: {exc}", file=sys.stderr)
+            return STARTUP_FAILURE
     return 0
