@@ -117,7 +117,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         if folder:
             _use_multiprocess_values()
-            MultiProcessCollector(self.registry, path=folder)  # type: ignore[no-untyped-call]
+            self.registry.register(_WorkersFiles(folder))
         own = None if folder else self.registry  # in files, or in this registry
         self.registry.register(_IndexCollector(holder))
         self._requests = Counter(
@@ -237,6 +237,24 @@ class Metrics:
             self._codes.add(code)
             return code
         return OTHER
+
+
+class _WorkersFiles(MultiProcessCollector):
+    """The workers' files, summed: as prometheus_client's, without reading a file that a
+    worker starting at the same time has made but not yet sized (empty: reading it fails
+    with `struct.error`). Registered without being read (it describes nothing), which the
+    registry would otherwise do at once, within the worker's start."""
+
+    def __init__(self, folder: str) -> None:
+        super().__init__(None, path=folder)  # type: ignore[no-untyped-call]
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        files = [str(f) for f in Path(self._path).glob("*.db") if f.stat().st_size > 0]
+        merged: Iterable[Metric] = self.merge(files, accumulate=True)  # type: ignore[no-untyped-call]
+        return merged
 
 
 class _IndexCollector(Collector):
