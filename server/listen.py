@@ -17,12 +17,16 @@ Another server must not join the port: `SO_REUSEPORT` lets any socket of the sam
 that asks for it share the connections, each server answering some from its own index.
 So the address is first bound once without `SO_REUSEPORT`, which fails if anything
 listens there; and the held socket does without `SO_REUSEADDR`, so that a later server's
-such bind fails on it too, while this server's workers are still loading.
+such bind fails on it too, while this server's workers are still loading. (A server with
+a shared socket, uvicorn's, still loading holds its port with `SO_REUSEADDR` and not
+listening: this one then binds too, and whichever listens second fails, as two such
+uvicorn servers do.)
 
-What it costs: a worker that is stuck keeps being given its share of new connections
-until uvicorn's supervisor ends it (its health check: 5 s), and the connections waiting
-in its queue then are reset, where with a shared socket the other workers would take
-them (Linux 5.14 and later hand them to the others with `net.ipv4.tcp_migrate_req=1`).
+What it costs: a worker that is stopped, or blocked without answering uvicorn's health
+check, keeps being given its share of new connections until the supervisor ends it (5 s),
+and the connections waiting in its queue then are reset, where with a shared socket the
+other workers would take them (Linux 5.14 and later hand them to the others with
+`net.ipv4.tcp_migrate_req=1`); a worker merely slow keeps its queue until it is free.
 Linux only (where `SO_REUSEPORT` spreads TCP connections); elsewhere, with one worker, or
 with `cachegql serve --shared-socket`, uvicorn runs as it does on its own.
 """
@@ -88,10 +92,13 @@ def hold_port(host: str, port: int) -> socket.socket:
             except OSError as exc:
                 if exc.errno != errno.EADDRINUSE:
                     raise
-                # Connections in TIME_WAIT of a socket without SO_REUSEPORT (a server run
-                # before with a shared socket): the probe found no listener, so take it.
+                # A socket without SO_REUSEPORT that does not listen: connections in
+                # TIME_WAIT of a server run before with a shared socket, or such a server
+                # still loading (which then fails to listen). Bound over it, and then
+                # without the option again, on which a later server's probe fails.
                 held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 held.bind(address)
+                held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 0)
         except OSError:
             held.close()
             raise

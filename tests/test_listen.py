@@ -64,8 +64,11 @@ def test_each_worker_receives_a_socket_of_its_own_on_the_held_address() -> None:
             stack.enter_context(socket.create_connection(address)) for _ in range(CONNECTIONS)
         ]
         assert clients
-        time.sleep(0.2)  # the handshakes are the kernel's, done by now
-        counts = [_accepted(listening) for listening in received]
+        counts = [0] * len(received)
+        deadline = time.monotonic() + 10
+        while sum(counts) < CONNECTIONS and time.monotonic() < deadline:
+            counts = [c + _accepted(s) for c, s in zip(counts, received, strict=True)]
+            time.sleep(0.01)
         # The held socket does not listen: every connection went to a worker's.
         assert sum(counts) == CONNECTIONS
         assert min(counts) > 0, f"the kernel gave one socket all the connections: {counts}"
@@ -108,7 +111,9 @@ def test_a_port_with_connections_in_time_wait_is_held() -> None:
             assert client.recv(1) == b""
     with socket.socket() as plain, pytest.raises(OSError, match="Address already in use"):
         plain.bind(("127.0.0.1", port))  # TIME_WAIT is there
-    hold_port("127.0.0.1", port).close()
+    held = hold_port("127.0.0.1", port)
+    with held, pytest.raises(CannotListenError, match="Address already in use"):
+        hold_port("127.0.0.1", port).close()  # a second server, while the first loads
 
 
 # One `cachegql serve --workers 2`
