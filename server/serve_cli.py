@@ -237,7 +237,7 @@ def _serve(args: argparse.Namespace) -> int:
                 access_log=False,  # the app logs each request itself (server/access_log.py)
             )
         except CannotListenError as exc:
-            # uvicorn reports its own (with a shared socket) the same way and with this code.
+            # The exit status uvicorn gives when it cannot bind (one worker, a shared socket).
             print(f"error: {exc}", file=sys.stderr)
             return STARTUP_FAILURE
     return 0
