@@ -22,6 +22,7 @@ import pytest
 from cachegql.index import build_index
 from cachegql.server.listen import SOCKET_PER_WORKER, CannotListenError, hold_port
 from tests.conftest import CLI, PAGES
+from tests.remote_servers import free_port
 
 pytestmark = pytest.mark.skipif(
     not SOCKET_PER_WORKER, reason="a socket per worker needs Linux's SO_REUSEPORT"
@@ -137,16 +138,10 @@ def connections() -> ModuleType:
     return module
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _workers(parent: int, port: int, connections: ModuleType) -> dict[int, set[str]]:
     """The listening sockets (inodes) of each of `parent`'s children that listens on `port`."""
-    listening = {inode for inode, state in connections._sockets(port).items() if state == "0A"}
+    sockets = connections._sockets(port).items()
+    listening = {inode for inode, state in sockets if state == connections._LISTEN}
     children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
     found = {}
     for child in map(int, children):
@@ -154,11 +149,6 @@ def _workers(parent: int, port: int, connections: ModuleType) -> dict[int, set[s
         if mine:
             found[child] = mine
     return found
-
-
-def _started(command: list[str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as stderr:
-        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
 
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -179,12 +169,13 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
 def test_two_workers_and_the_connections_they_hold(
     pages_ix: Path, tmp_path: Path, connections: ModuleType, shared: bool
 ) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [CLI, "serve", "--index", str(pages_ix), "--workers", "2", "--port", str(port)]
     command += ["--reload-interval", "0"] + ["--shared-socket"] * shared
     log = tmp_path / "serve.log"
-    process = _started(command, log)
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         _wait_ready(url, process, log)
         deadline = time.monotonic() + 60
