@@ -34,7 +34,7 @@ STAGES = (  # module, attribute path, label
     ("cachegql.index.ingest.ingest", "_add_graph", "_add_graph"),
     ("cachegql.index.ingest.tag_graph", "TagGraph.finish", "finish"),
     ("cachegql.index.disk.write", "write_tag", "write_tag"),
-    ("cachegql.index.disk.write", "write_text_index", "write_text_index"),
+    ("cachegql.index.disk.text_write", "write_text_index", "write_text_index"),
     ("cachegql.index.disk.write", "write_dag", "write_dag"),
     ("cachegql.index.ingest.edge_arrays", "EdgeArrays.dangling", "dangling"),
 )

@@ -8,6 +8,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -256,8 +257,10 @@ class _TagBuild:
         table, graph = result.tables.pop(tag, None), result.graphs.pop(tag, None)
         if table is None:
             return  # none of its caches could be read: no tag
+        # Its text index is taken from the previous build where made of the same names.
+        earlier_text = partial(self.previous.take_text, tag) if self.previous else None
         try:
-            packages, specs = write_tag_folder(table, graph, self.folder / folder)
+            written = write_tag_folder(table, graph, self.folder / folder, earlier_text)
         except CycleError as exc:
             shutil.rmtree(self.folder / folder)
             result.mirrors.pop(tag, None)
@@ -282,14 +285,15 @@ class _TagBuild:
         self._add_entry(
             tag,
             folder,
-            packages=packages,
-            specs=specs,
+            packages=written.packages,
+            specs=written.specs,
             fingerprint=fingerprint,
             caches=result.caches - caches,
             merged_duplicates=result.merged_duplicates - merged,
             problems=[[p.path, p.message] for p in result.problems[problems:]],
             file_digests=file_digests,
             parts=sorted(parts.names) if parts is not None else [],
+            text=written.text,
         )
 
     def _parts(
@@ -341,6 +345,7 @@ class _TagBuild:
             problems=[[p.path, p.message] for p in reused.problems],
             file_digests=file_digests,
             parts=list(reused.parts),
+            text=reused.text,
         )
 
     def _add_entry(self, tag: str, folder: str, **fields: Any) -> None:

@@ -30,6 +30,7 @@ CODE_FILES = (
     "disk/columns.py",
     "disk/layout.py",
     "disk/text.py",
+    "disk/text_write.py",
 )
 
 # A manual bump on top of the code's digest, for a change outside CODE_FILES that changes

@@ -191,6 +191,60 @@ def test_a_changed_stack_is_read_again(sources: Path, tmp_path: Path) -> None:
     _same_as_full(sources, after, tmp_path, filters=True)
 
 
+def _text_inodes(build: Path, tag_folder: int) -> set[int]:
+    return {path.stat().st_ino for path in (build / "tags" / str(tag_folder) / "text").iterdir()}
+
+
+def _rename_one_package(index_file: Path) -> str:
+    """Give one record of an index a package name no other has; return the name."""
+    document = orjson.loads(index_file.read_bytes())
+    record = next(iter(sorted(document["database"]["installs"].items())))[1]
+    record["spec"]["name"] = name = "renamed-for-a-test"
+    data = orjson.dumps(document)
+    index_file.write_bytes(data)
+    index_file.with_name("index.json.hash").write_text(hashlib.sha256(data).hexdigest())
+    return name
+
+
+def test_a_tag_read_again_with_the_same_names_takes_its_text_index(
+    sources: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "ix"
+    before = _build(sources, out)
+    _unlist_one_binary(_index_file(sources, "v0.22", _listing(sources)["v0.22"][2]["label"]))
+    after = _build(sources, out)
+    assert after.reused == ["develop", "v0.23"]
+    # v0.22 (tags/1) was read again; its packages and variants are the same: its text
+    # index is the previous build's files, linked (the same inodes), not written again.
+    assert _text_inodes(after.folder, 1) == _text_inodes(before.folder, 1)
+    _same_as_full(sources, after, tmp_path)
+
+
+def test_a_text_index_is_written_again_when_its_names_change_or_it_is_damaged(
+    sources: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "ix"
+    before = _build(sources, out)
+    name = _rename_one_package(_index_file(sources, "v0.22", "root"))
+    renamed = _build(sources, out)
+    assert renamed.reused == ["develop", "v0.23"]
+    assert _text_inodes(renamed.folder, 1).isdisjoint(_text_inodes(before.folder, 1))
+    with serving(out) as client:
+        found = client.data('{ packages(tag: "v0.22", search: "renamed") { nodes { name } } }')
+    assert found["packages"]["nodes"] == [{"name": name}]
+    # A segment changed in place (its size the same): its checksum tells, it is not taken.
+    segment = next((renamed.folder / "tags" / "1" / "text").glob("*.seg"))
+    data = bytearray(segment.read_bytes())
+    data[-1] ^= 0x01
+    segment.write_bytes(bytes(data))
+    _unlist_one_binary(_index_file(sources, "v0.22", _listing(sources)["v0.22"][2]["label"]))
+    after = _build(sources, out)
+    assert after.reused == ["develop", "v0.23"]
+    assert _text_inodes(after.folder, 1).isdisjoint(_text_inodes(renamed.folder, 1))
+    assert IndexStore(out).build_id == after.folder.name  # verified: none of the damage
+    _same_as_full(sources, after, tmp_path)
+
+
 def test_a_removed_stack_is_picked_up(sources: Path, tmp_path: Path) -> None:
     out = tmp_path / "ix"
     _build(sources, out)

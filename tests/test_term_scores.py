@@ -20,7 +20,7 @@ from cachegql.index import IndexStore
 from cachegql.index.disk.layout import ATOM, PACKAGE, text_schema
 from cachegql.index.disk.term_scores import ARRAY_UNION_MAX_DOCS
 from cachegql.index.disk.text import TextIndex, _count_terms
-from cachegql.index.disk.write import write_text_index
+from cachegql.index.disk.text_write import write_text_index
 
 STEMS = ["py", "torch", "torch4", "torch5", "scatter", "scater", "zlib", "zlib-ng", "hdf5"]
 STEMS += ["openmpi", "openblas", "open", "cuda", "rocm", "mpi", "mpich", "netcdf", "netcdf-c"]

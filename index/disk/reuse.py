@@ -23,12 +23,13 @@ import errno
 import os
 import shutil
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from cachegql.index.disk.layout import DICTIONARIES, file_checksum
+from cachegql.index.disk.layout import DICTIONARIES, TEXT_FOLDER, file_checksum
 from cachegql.index.disk.verify import FileEntry, IndexLoadError, Manifest, read_manifest
 from cachegql.index.ingest.digest_memo import Recorded, read_recorded
 from cachegql.index.records import Problem
@@ -59,6 +60,8 @@ class ReusedTag:
     files: dict[str, FileEntry]
     parts: tuple[str, ...] = ()
     """The parts of its indexes that the build kept (index/ingest/cache_parts.py)."""
+    text: str | None = None
+    """The digest of its text index's documents (index/disk/text_write.py)."""
 
 
 @dataclass(frozen=True)
@@ -102,25 +105,49 @@ class PreviousBuild:
         entry = self.tags.get(tag)
         return entry.fingerprint if entry is not None else None
 
+    def take_text(self, tag: str, digest: str, into: Path) -> bool:
+        """Put the text index of `tag` into the new, absent folder `into` if it was made
+        of the documents of this digest and its files are intact; else False, and `into`
+        is left absent (`write_tag_folder`'s `earlier_text`)."""
+        entry = self.tags.get(tag)
+        if entry is None or entry.tag.text != digest:
+            return False
+        prefix = f"{TEXT_FOLDER}/"
+        files = {
+            name.removeprefix(prefix): file
+            for name, file in entry.tag.files.items()
+            if name.startswith(prefix)
+        }
+        return self._take_files(entry.folder, TEXT_FOLDER, files, into)
+
     def reuse(self, tag: str, fingerprint: str, into: Path) -> ReusedTag | None:
         """Put the files of `tag` into the new, absent folder `into` if its fingerprint is
         unchanged and its files are intact; else None, and `into` is left absent."""
         entry = self.tags.get(tag)
         if entry is None or entry.fingerprint != fingerprint:
             return None
+        if DICTIONARIES not in entry.tag.files:
+            return None
+        return entry.tag if self._take_files(entry.folder, "", entry.tag.files, into) else None
+
+    def _take_files(
+        self, tag_folder: str, inside: str, files: Mapping[str, FileEntry], into: Path
+    ) -> bool:
+        """Put `files` (the manifest's, relative to the folder `inside` of a tag's
+        folder) into the new, absent folder `into`, each checked; False if one is not
+        what the manifest says, and `into` is left absent."""
+        folder = self.folder / tag_folder / inside
         try:
-            if DICTIONARIES not in entry.tag.files:
-                raise _DamagedError(f"tag {tag} lists no {DICTIONARIES}")
-            # The manifest's list of the tag's files is not taken on trust: a name it
-            # lacks would make an incomplete tag that still publishes.
-            if _listing(self.folder / entry.folder) != set(entry.tag.files):
-                raise _DamagedError(f"tag {tag}: its folder is not what the manifest lists")
-            for name, file in entry.tag.files.items():
-                _take(self.folder / entry.folder / name, into / name, file)
+            # The manifest's list of the files is not taken on trust: a name it lacks
+            # would make an incomplete tag that still publishes.
+            if not files or _listing(folder) != set(files):
+                raise _DamagedError(f"{folder}: not what the manifest lists")
+            for name, file in files.items():
+                _take(folder / name, into / name, file)
         except (OSError, _DamagedError):
             shutil.rmtree(into, ignore_errors=True)
-            return None
-        return entry.tag
+            return False
+        return True
 
 
 def _entries(manifest: Manifest) -> dict[str, _Entry]:
@@ -143,6 +170,9 @@ def _entry(entry: dict[str, Any], mirrors: dict[str, Any], manifest: Manifest) -
     problems = entry.get("problems")
     if not isinstance(problems, list) or not all(_is_problem(p) for p in problems):
         raise ValueError(f"tag {tag}: problems are not [path, message] pairs")
+    text = entry.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"tag {tag}: the text digest is not a string")
     parts = entry.get("parts", [])
     if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
         raise ValueError(f"tag {tag}: parts are not names")
@@ -166,6 +196,7 @@ def _entry(entry: dict[str, Any], mirrors: dict[str, Any], manifest: Manifest) -
         tag_mirrors,
         files,
         tuple(parts),
+        text,
     )
     return _Entry(fingerprint, folder, reused, read_recorded(entry.get("file_digests", {}), tag))
 

@@ -8,30 +8,27 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from whoosh import index as whoosh_index
 
 from cachegql.index.disk.columns import Codes, Column, Offsets, Postings, Rows, SetColumn, expand
 from cachegql.index.disk.dagwrite import write_dag
 from cachegql.index.disk.layout import (
-    ATOM,
     CHECKSUM,
     DICTIONARIES,
     FORMAT_VERSION,
     MANIFEST,
     NODES_FOLDER,
-    PACKAGE,
     TEXT_FOLDER,
     file_checksum,
-    text_schema,
 )
+from cachegql.index.disk.text_write import EarlierText, text_documents, write_text
 from cachegql.index.disk.verify import FileEntry
 from cachegql.index.fields import BUCKET_FIELDS, FIELDS_BY_NAME, SPEC_FIELDS
 from cachegql.index.ingest import TagGraph, TagTable
@@ -41,6 +38,7 @@ from cachegql.index.spack.versions import sort_versions
 
 __all__ = [
     "TagRows",
+    "TagWritten",
     "file_table",
     "tag_rows",
     "write_manifest",
@@ -49,14 +47,26 @@ __all__ = [
 ]
 
 
-def write_tag_folder(table: TagTable, graph: TagGraph | None, folder: Path) -> tuple[int, int]:
-    """Write one tag into the new `folder`: its columns and text index, and with a DAG
-    (`graph`, finished) the nodes that are not its binaries and the edges. Return its
-    numbers of packages and specs."""
+class TagWritten(NamedTuple):
+    """What `write_tag_folder` wrote: the tag's numbers of packages and specs, and the
+    digest of its text index's documents (text_write.py)."""
+
+    packages: int
+    specs: int
+    text: str | None
+
+
+def write_tag_folder(
+    table: TagTable, graph: TagGraph | None, folder: Path, earlier_text: EarlierText | None = None
+) -> TagWritten:
+    """Write one tag into the new `folder`: its columns and text index (taken from
+    `earlier_text` where it has one of the same documents), and with a DAG (`graph`,
+    finished) the nodes that are not its binaries and the edges."""
     folder.mkdir(parents=True)
     rows = tag_rows(table)
     if graph is None or graph.extras is None:
-        return write_tag(table, folder, rows), len(rows.hashes)
+        packages, text = write_tag(table, folder, rows, earlier_text=earlier_text)
+        return TagWritten(packages, len(rows.hashes), text)
     node_rows = tag_rows(graph.extras)
     (folder / NODES_FOLDER).mkdir()
     # The DAG is numpy's work, mostly outside the GIL: it is written in a thread while
@@ -64,10 +74,10 @@ def write_tag_folder(table: TagTable, graph: TagGraph | None, folder: Path) -> t
     with ThreadPoolExecutor(1, thread_name_prefix="write-dag") as pool:
         names = rows.names + node_rows.names
         dag = pool.submit(write_dag, folder, graph.edges, rows.hashes, node_rows.hashes, names)
-        packages = write_tag(table, folder, rows)
+        packages, text = write_tag(table, folder, rows, earlier_text=earlier_text)
         write_tag(graph.extras, folder / NODES_FOLDER, node_rows, text=False)
         dag.result()
-    return packages, len(rows.hashes)
+    return TagWritten(packages, len(rows.hashes), text)
 
 
 def write_manifest(
@@ -147,9 +157,17 @@ def tag_rows(table: TagTable) -> TagRows:
     )
 
 
-def write_tag(table: TagTable, folder: Path, rows: TagRows, *, text: bool = True) -> int:
-    """Write one tag's columns in the order of `rows` (and its text index, unless `text`
-    is false); return its number of packages."""
+def write_tag(
+    table: TagTable,
+    folder: Path,
+    rows: TagRows,
+    *,
+    text: bool = True,
+    earlier_text: EarlierText | None = None,
+) -> tuple[int, str | None]:
+    """Write one tag's columns in the order of `rows`, and its text index unless `text`
+    is false (taken from `earlier_text` where it has one: `write_text`); return its
+    number of packages, and its text documents' digest (None without text)."""
     dictionaries: dict[str, Any] = {}
     field_codes: dict[str, Codes] = {}
     for field in SPEC_FIELDS:
@@ -226,11 +244,11 @@ def write_tag(table: TagTable, folder: Path, rows: TagRows, *, text: bool = True
     dictionaries["stack_summaries"] = _stack_summaries(stacks, field_codes, dictionaries)
     (folder / DICTIONARIES).write_text(json.dumps(dictionaries), encoding="utf-8")
 
+    text_digest = None
     if text:
-        documents = [(PACKAGE, i, name) for i, name in enumerate(dictionaries["package"])]
-        documents.extend((ATOM, i, _atom_words(atom)) for i, atom in enumerate(atom_names))
-        write_text_index(folder / TEXT_FOLDER, ((k, r, t) for k, r, t in documents if t))
-    return num_packages
+        documents = text_documents(dictionaries["package"], atom_names)
+        text_digest = write_text(folder / TEXT_FOLDER, documents, earlier_text)
+    return num_packages, text_digest
 
 
 def _codes(codes: array[int]) -> Codes:
@@ -358,24 +376,3 @@ def _buckets(codes: npt.NDArray[np.int32], names: list[str]) -> list[tuple[str, 
     present = np.flatnonzero(counts)
     pairs = ((names[i], int(counts[i])) for i in present if names[i])  # "": not recorded
     return sorted(pairs, key=lambda b: (-b[1], b[0]))
-
-
-def _atom_words(atom: str) -> str:
-    name, _, value = atom.partition("=")
-    if value == "false":
-        return ""
-    return name if value == "true" else f"{name} {value}"
-
-
-def write_text_index(folder: Path, documents: Iterable[tuple[str, int, str]]) -> int:
-    """Build a whoosh index of (kind, ref, text) documents in the new `folder`."""
-    folder.mkdir(parents=True)
-    ix = whoosh_index.create_in(str(folder), text_schema())
-    writer = ix.writer(limitmb=256)
-    count = 0
-    for kind, ref, text in documents:
-        writer.add_document(kind=kind, ref=ref, words=text, exact=text.lower())
-        count += 1
-    writer.commit(optimize=True)
-    ix.close()
-    return count

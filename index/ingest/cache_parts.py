@@ -220,12 +220,13 @@ def _database(
     mine = SeenNodes()
     nodes = result.nodes
     taken_before = seen.taken if seen is not None else 0
+    in_seen = seen.holds if seen is not None else mine.holds  # (asked only with `seen`)
     read = iter(made)
     for digest, key, flag in rows:
         own = next(read) if flag is None else None  # a node read from this index
         node = None
         if seen is not None and key:
-            asked = seen if digest in seen else mine
+            asked = seen if in_seen(digest) else mine
             node = asked.take_keyed(digest, key, flag if own is None else own.in_buildcache)
         if node is None:
             if own is None:  # given by an earlier cache when this one was read
@@ -233,7 +234,7 @@ def _database(
                     seen.taken = taken_before
                 return None
             node = own
-            if seen is not None and key and digest not in seen:
+            if seen is not None and key and not in_seen(digest):
                 mine.keep(key, node)
         nodes[digest] = node
     if seen is not None:

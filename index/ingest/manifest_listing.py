@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from cachegql.index.ingest.files import reason
 from cachegql.index.records import Problem
@@ -25,6 +26,7 @@ __all__ = [
 ]
 
 MANIFEST_SUFFIX = ".spec.manifest.json"
+_Listed = TypeVar("_Listed")
 _UNLISTED = "folder of spec manifests cannot be listed; the sizes of its binaries are unknown"
 
 
@@ -33,8 +35,11 @@ def manifest_folders(
 ) -> Iterator[tuple[str, list[str]]]:
     """The spec manifests under `specs` (`*/*.spec.manifest.json`) folder by folder, as
     `listed_manifests` lists them: each folder's path, and the names of its manifests."""
-    for folder, files in _listed_folders(specs, unlisted):
-        yield folder, [file.name for file in files]
+    for folder_entry in _entries(str(specs), _is_folder, unlisted) or ():
+        folder = f"{specs}/{folder_entry.name}"
+        # Names alone (`os.listdir`): an entry object per manifest was a fifth of a
+        # rebuild's look at a mirror.
+        yield folder, _listed(folder, _manifest_names, unlisted) or []
 
 
 def holds_at_least(specs: Path, count: int) -> bool:
@@ -70,9 +75,27 @@ def _entries(
     folder: str, wanted: Callable[[os.DirEntry[str]], bool], unlisted: list[Problem] | None
 ) -> list[os.DirEntry[str]] | None:
     """The entries of `folder` that are `wanted`, sorted by name."""
-    try:
+
+    def wanted_entries(folder: str) -> list[os.DirEntry[str]]:
         with os.scandir(folder) as entries:
             return sorted((entry for entry in entries if wanted(entry)), key=_name)
+
+    return _listed(folder, wanted_entries, unlisted)
+
+
+def _manifest_names(folder: str) -> list[str]:
+    """The names of the spec manifests in `folder`, sorted (as `_entries` sorts them)."""
+    names = os.listdir(folder)  # noqa: PTH208 (names as text: a Path each costs more)
+    return sorted(name for name in names if name.endswith(MANIFEST_SUFFIX))
+
+
+def _listed(
+    folder: str, listing: Callable[[str], list[_Listed]], unlisted: list[Problem] | None
+) -> list[_Listed] | None:
+    """`listing(folder)`; None where `folder` is missing or cannot be listed (then a
+    problem in `unlisted`)."""
+    try:
+        return listing(folder)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
