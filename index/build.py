@@ -131,6 +131,7 @@ def build_index(
         compared=build.compared,
         parts_taken=build.parts_taken,
         sizes_taken=build.sizes_taken,
+        texts_taken=build.texts_taken,
     )
 
 
@@ -174,6 +175,7 @@ class _TagBuild:
         self.compared = 0  # tags that a previous build was asked for
         self.parts_taken = 0
         self.sizes_taken = 0
+        self.texts_taken = 0
         self.read_since_collected = False  # a tag was read (not reused): its cycles remain
         self.looks = LookAhead([])  # the fingerprints' looks at local mirrors (`run`'s)
 
@@ -258,7 +260,7 @@ class _TagBuild:
         if table is None:
             return  # none of its caches could be read: no tag
         # Its text index is taken from the previous build where made of the same names.
-        earlier_text = partial(self.previous.take_text, tag) if self.previous else None
+        earlier_text = partial(self._take_text, tag) if self.previous else None
         try:
             written = write_tag_folder(table, graph, self.folder / folder, earlier_text)
         except CycleError as exc:
@@ -311,6 +313,12 @@ class _TagBuild:
         bounds = [getattr(self.opener.limits, name) for name in CONTENT_LIMITS]
         code = hashlib.sha256(repr((fingerprint_salt(), bounds)).encode()).hexdigest()
         return CacheParts(self.parts_folder, code, known, stocks)
+
+    def _take_text(self, tag: str, digest: str, into: Path) -> bool:
+        """The previous build's text index of `tag` put `into` (`PreviousBuild.take_text`)."""
+        taken = self.previous is not None and self.previous.take_text(tag, digest, into)
+        self.texts_taken += taken
+        return taken
 
     def _report(self, problem: Problem) -> None:
         if self.strict:

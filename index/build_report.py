@@ -39,6 +39,8 @@ class BuildReport:
     parts_taken: int = 0
     # The folders of spec manifests whose sizes were taken likewise.
     sizes_taken: int = 0
+    # The tags read again whose text index was the previous build's (disk/text_write.py).
+    texts_taken: int = 0
 
     def summary(self) -> str:
         read = f"{self.pages} pages"
@@ -57,7 +59,8 @@ class BuildReport:
     def _reuse(self) -> str:
         """`, reused 2 of 3 tags (develop, v0.22)`, when a previous build was asked, and
         ` and 9 indexes as read before` when index files were taken from parts (` and 9
-        indexes and 9 mirrors' spec manifests ...` with the sizes of v3 mirrors)."""
+        indexes and 9 mirrors' spec manifests ...` with the sizes of v3 mirrors, and
+        ` ... and 1 text index ...` for a tag read again that took its text index)."""
         if not self.compared:
             return ""
         names = f" ({', '.join(self.reused)})" if self.reused else ""
@@ -66,6 +69,7 @@ class BuildReport:
             for count, noun, plural in (
                 (self.parts_taken, "index", "indexes"),
                 (self.sizes_taken, "mirror's spec manifests", "mirrors' spec manifests"),
+                (self.texts_taken, "text index", "text indexes"),
             )
             if count
         ]

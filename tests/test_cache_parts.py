@@ -266,7 +266,9 @@ def test_a_tag_read_again_takes_its_unchanged_indexes_from_parts(
     reads.clear()
     again = _build(sources, out)
     assert again.reused == ["develop"] and again.parts_taken == 3
-    assert ", reused 1 of 2 tags (develop) and 3 indexes as read before -> " in again.summary()
+    assert ", reused 1 of 2 tags (develop) and 3 indexes and 1 text index as read before -> " in (
+        again.summary()
+    )
     assert {r for r in reads if r.endswith("index.json")} == {str(changed)}  # the rest: by status
     full = _build(sources, tmp_path / "full", full=True)
     assert full.parts_taken == 0
@@ -437,7 +439,9 @@ def test_a_tag_of_v3_mirrors_takes_its_unchanged_spec_manifests_from_parts(
     reads.clear()
     again = _build(sources, out)
     assert again.reused == ["develop"] and again.sizes_taken == 4, again.summary()
-    assert "and 3 indexes and 4 mirrors' spec manifests as read before" in again.summary()
+    assert "and 3 indexes and 4 mirrors' spec manifests and 1 text index as read before" in (
+        again.summary()
+    )
     assert _manifests_read(reads) in (None, set())
     assert again.helper_rss_mb == 0  # no reader process started either
     full = _build(sources, tmp_path / "full", full=True)
@@ -513,7 +517,9 @@ def test_the_closing_line_counts_each_mirror_taken_once_and_only_once_it_is_read
     again = _build(sources, out)
     assert again.reused == ["develop"], again.summary()
     assert (again.parts_taken, again.sizes_taken) == (3, 4), again.summary()
-    assert "and 3 indexes and 4 mirrors' spec manifests as read before" in again.summary()
+    assert "and 3 indexes and 4 mirrors' spec manifests and 1 text index as read before" in (
+        again.summary()
+    )
     assert len(listed) == 3 and len(listing["v0.22"]) == 5
 
     # Another stack's index blob damaged (its size kept) and its part gone: its spec

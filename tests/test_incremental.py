@@ -179,8 +179,10 @@ def test_a_changed_stack_is_read_again(sources: Path, tmp_path: Path) -> None:
     after = _build(sources, out)
     assert after.reused == ["develop", "v0.23"]
     # Its unchanged indexes (root and two stacks) as the first build read them.
-    assert ", reused 2 of 3 tags (develop, v0.23) and 3 indexes as read before -> " in (
-        after.summary()
+    # And its text index (its names are the same): see below.
+    assert (
+        ", reused 2 of 3 tags (develop, v0.23) and 3 indexes and 1 text index as read before -> "
+        in after.summary()
     )
     assert after.tags == before.tags  # still a binary of root: only its stacks changed
     with serving(out) as client:
