@@ -223,19 +223,21 @@ class DirectPath:
         """The operation priced within the limit and its variables coerced, ready to run;
         else an `Answer` saying why not; None when it is not prepared yet and `prepare`
         is false (preparing a new document can take milliseconds)."""
-        if not prepare and self._known(query, operation_name) is None:
-            return None
-        prepared = self._prepare(query, operation_name, variables, context)
+        if prepare:
+            prepared = self._prepare(query, operation_name, variables, context)
+        else:
+            known = self._known(query, operation_name)
+            if known is None:
+                return None
+            prepared = known
         if prepared.plan is None:
             return _declined(prepared.execution)
         assert prepared.operation is not None and prepared.fragments is not None
         cost = self._within_cost(prepared, variables, context)
         if cost is None:
             return _declined("invalid")
-        coerced = get_variable_values(
-            self.schema, prepared.operation.variable_definitions or (), variables or {}
-        )
-        if isinstance(coerced, list):
+        coerced = self._coerced(prepared, variables)
+        if coerced is None:
             return _declined("invalid")
         return Ready(prepared.plan, coerced, cost, prepared.reads, {})
 
@@ -253,6 +255,19 @@ class DirectPath:
             return _declined("fallback", renew_budget=True)
         STATS["compiled"] += 1
         return Answer("compiled", body)
+
+    def _coerced(
+        self, prepared: _Prepared, variables: dict[str, Any] | None
+    ) -> VariableValues | None:
+        """The request's values of the operation's variables, coerced; None when they do
+        not coerce."""
+        if not prepared.variable_names:  # none declared: what is given is never read
+            return VariableValues({}, {})
+        assert prepared.operation is not None
+        coerced = get_variable_values(
+            self.schema, prepared.operation.variable_definitions or (), variables or {}
+        )
+        return None if isinstance(coerced, list) else coerced
 
     def __len__(self) -> int:
         return len(self._prepared)
