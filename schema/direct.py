@@ -21,7 +21,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from threading import Lock
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from graphql import (
@@ -134,8 +134,9 @@ text has none of them, and skipping these rules cannot change its verdict; it ta
 half the time of validating a document such as `bench/run.py`'s `selective_page`."""
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+# Answer and Ready are named tuples, not frozen dataclasses: one of each is made per
+# request, and a frozen dataclass's __init__ (an object.__setattr__ a field) costs twice.
+class Answer(NamedTuple):
     """How one operation was answered: JSON bytes from a plan, or the stock path's result."""
 
     execution: str
@@ -164,8 +165,7 @@ class _Prepared:
     """The rows it reads, for a request's variables (`inline`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Ready:
+class Ready(NamedTuple):
     """An operation priced within the limit, its variables coerced: its plan can run."""
 
     plan: Plan
