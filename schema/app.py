@@ -91,9 +91,7 @@ class CachegqlSchema(strawberry.Schema):
         """`answer_sync`, through the runner. A small request (`inline.small_request`)
         whose plan is prepared is priced and estimated here, before it runs: a cheap one
         runs inline (`inline.runs_inline`)."""
-        operation: Callable[[], Answer] = partial(
-            self.answer_sync, query, variables, context, operation_name, allowed_operation_types
-        )
+        operation: Callable[[], Answer] | None = None
         inline = False
         if (
             self.inline
@@ -113,6 +111,10 @@ class CachegqlSchema(strawberry.Schema):
                     operation_name,
                     allowed_operation_types,
                 )
+        if operation is None:
+            operation = partial(
+                self.answer_sync, query, variables, context, operation_name, allowed_operation_types
+            )
         try:
             return await self.runner(query, operation, inline)
         except OverBudgetError as exc:

@@ -46,7 +46,12 @@ from graphql.execution.values import VariableValues
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 
 from cachegql.schema.field_reads import Arguments, Reader, Resolve, Run, field_resolver
-from cachegql.schema.leaf_columns import ColumnSerializer, column_serializer, value_serializer
+from cachegql.schema.leaf_columns import (
+    ColumnSerializer,
+    column_serializer,
+    unchanged_type,
+    value_serializer,
+)
 from cachegql.schema.readers import many_reader
 from cachegql.schema.selections import UncoveredError, collect_fields
 
@@ -211,7 +216,8 @@ class _Compiler:
         required = isinstance(field_type, GraphQLNonNull)
         inner_type = field_type.of_type if isinstance(field_type, GraphQLNonNull) else field_type
         if isinstance(inner_type, GraphQLLeafType):
-            return _leaf(value_serializer(inner_type), required)  # the call most made
+            serialize = value_serializer(inner_type)
+            return _leaf(serialize, required, unchanged_type(inner_type))  # the call most made
         complete = self._not_null(inner_type, nodes)
         if required:
 
@@ -265,11 +271,14 @@ def _each(complete: Complete, serialize: ColumnSerializer | None) -> CompleteAll
     return leaves
 
 
-def _leaf(serialize: Callable[[Any], Any], required: bool) -> Complete:
-    """Completes a leaf: graphql-core's error, should serialize give nothing, is the stock
-    path's to write."""
+def _leaf(serialize: Callable[[Any], Any], required: bool, unchanged: type | None) -> Complete:
+    """Completes a leaf: a value of type `unchanged` as it is, without a call of
+    `serialize` (which returns it so); graphql-core's error, should serialize give
+    nothing, is the stock path's to write."""
 
     def leaf(value: Any, _run: Run) -> Any:
+        if type(value) is unchanged:
+            return value
         if value is None:
             if required:
                 raise _FallbackError

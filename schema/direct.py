@@ -21,7 +21,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from threading import Lock
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from graphql import (
@@ -134,8 +134,9 @@ text has none of them, and skipping these rules cannot change its verdict; it ta
 half the time of validating a document such as `bench/run.py`'s `selective_page`."""
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+# Answer and Ready are named tuples, not frozen dataclasses: one of each is made per
+# request, and a frozen dataclass's __init__ (an object.__setattr__ a field) costs twice.
+class Answer(NamedTuple):
     """How one operation was answered: JSON bytes from a plan, or the stock path's result."""
 
     execution: str
@@ -164,8 +165,7 @@ class _Prepared:
     """The rows it reads, for a request's variables (`inline`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Ready:
+class Ready(NamedTuple):
     """An operation priced within the limit, its variables coerced: its plan can run."""
 
     plan: Plan
@@ -223,19 +223,21 @@ class DirectPath:
         """The operation priced within the limit and its variables coerced, ready to run;
         else an `Answer` saying why not; None when it is not prepared yet and `prepare`
         is false (preparing a new document can take milliseconds)."""
-        if not prepare and self._known(query, operation_name) is None:
-            return None
-        prepared = self._prepare(query, operation_name, variables, context)
+        if prepare:
+            prepared = self._prepare(query, operation_name, variables, context)
+        else:
+            known = self._known(query, operation_name)
+            if known is None:
+                return None
+            prepared = known
         if prepared.plan is None:
             return _declined(prepared.execution)
         assert prepared.operation is not None and prepared.fragments is not None
         cost = self._within_cost(prepared, variables, context)
         if cost is None:
             return _declined("invalid")
-        coerced = get_variable_values(
-            self.schema, prepared.operation.variable_definitions or (), variables or {}
-        )
-        if isinstance(coerced, list):
+        coerced = self._coerced(prepared, variables)
+        if coerced is None:
             return _declined("invalid")
         return Ready(prepared.plan, coerced, cost, prepared.reads, {})
 
@@ -253,6 +255,19 @@ class DirectPath:
             return _declined("fallback", renew_budget=True)
         STATS["compiled"] += 1
         return Answer("compiled", body)
+
+    def _coerced(
+        self, prepared: _Prepared, variables: dict[str, Any] | None
+    ) -> VariableValues | None:
+        """The request's values of the operation's variables, coerced; None when they do
+        not coerce."""
+        if not prepared.variable_names:  # none declared: what is given is never read
+            return VariableValues({}, {})
+        assert prepared.operation is not None
+        coerced = get_variable_values(
+            self.schema, prepared.operation.variable_definitions or (), variables or {}
+        )
+        return None if isinstance(coerced, list) else coerced
 
     def __len__(self) -> int:
         return len(self._prepared)

@@ -164,6 +164,8 @@ def small_request(query: str, variables: dict[str, Any] | None) -> bool:
     the variables' values are counted until there are too many, never all of them."""
     if len(query) > INLINE_MAX_CHARS:
         return False
+    if not variables:
+        return True
     left = INLINE_MAX_VALUES
     pending: list[Any] = [variables or {}]
     while pending:

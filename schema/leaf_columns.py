@@ -16,7 +16,7 @@ from typing import Any
 
 from graphql import GraphQLBoolean, GraphQLInt, GraphQLLeafType, GraphQLNamedType, GraphQLString
 
-__all__ = ["ColumnSerializer", "column_serializer", "value_serializer"]
+__all__ = ["ColumnSerializer", "column_serializer", "unchanged_type", "value_serializer"]
 
 ColumnSerializer = Callable[[Sequence[Any]], "list[Any] | None"]
 """A column's values serialized, or None where they must be serialized one by one."""
@@ -67,3 +67,10 @@ def value_serializer(leaf: GraphQLLeafType) -> Callable[[Any], Any]:
         return serialize(value)
 
     return serialize_int
+
+
+def unchanged_type(leaf: GraphQLLeafType) -> type | None:
+    """The Python type of which `leaf` serializes every value as it is (a `str` for a
+    `String`), else None (an `Int`'s are only within 32 bits)."""
+    kind = _UNCHANGED.get(leaf)
+    return None if kind is int else kind

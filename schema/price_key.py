@@ -27,6 +27,8 @@ def price_key(variables: Mapping[str, Any] | None, names: Sequence[str]) -> Hash
     on: requests with equal keys have equal prices. None (price it each time) past
     `_KEY_VALUES` values, `_KEY_DEPTH` levels or `_KEY_CHARACTERS` of object keys, so that
     a kept key stays small whatever a client sends."""
+    if not names:  # no variable declared (most requests): one price
+        return ()
     given = variables or {}
     values = [given.get(name, _ABSENT) for name in names]
     if all(type(value) is str for value in values):  # the usual request

@@ -32,7 +32,7 @@ from cachegql.schema.types import (
     package_connection,
     package_object,
     spec_connection,
-    spec_objects,
+    spec_object,
     stack_object,
 )
 
@@ -103,7 +103,7 @@ class Query:
     def spec(self, info: Info[Context, None], hash: str, tag: str | None = None) -> Spec | None:
         snapshot = info.context.store.snapshot(tag)
         row = find_spec(snapshot, hash)
-        return None if row is None else spec_objects(snapshot, [row])[0]
+        return None if row is None else spec_object(snapshot, row)
 
     @strawberry.field(
         description="Specs matching all given constraints: filter (structured), query (Spack spec "

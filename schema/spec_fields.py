@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from cachegql.index import SHORT_HASH_LENGTH, SpecColumns
@@ -16,7 +17,7 @@ from cachegql.index import Compiler as CompilerData
 from cachegql.index import Variant as VariantData
 from cachegql.schema.value_types import Compiler, Variant
 
-__all__ = ["SHOWN"]
+__all__ = ["FIELDS", "SHOWN", "shown_one"]
 
 
 @lru_cache(maxsize=65536)
@@ -31,22 +32,60 @@ def _variant(data: VariantData) -> Variant:
 
 _INT_LIMIT = 2**31
 
-# How each field of `Spec` is made of a record's fields (`SpecColumns`), a column at a time.
-SHOWN: dict[str, Callable[[SpecColumns], list[Any]]] = {
-    "hash": lambda c: c["hash"],
-    "short_hash": lambda c: [h[:SHORT_HASH_LENGTH] for h in c["hash"]],
-    "name": lambda c: c["package"],
-    "tag": lambda c: c["tag"],
-    "version": lambda c: [v[0] for v in c["versions"]],
-    "versions": lambda c: c["versions"],
-    "compiler": lambda c: [_compiler(x) for x in c["compiler"]],
-    "os": lambda c: c["os"],
-    "platform": lambda c: c["platform"],
-    "target": lambda c: c["target"],
-    "variants": lambda c: [[_variant(v) for v in vs] for vs in c["variants"]],
-    "stacks": lambda c: c["stacks"],
-    "size": lambda c: [None if s is None or s >= _INT_LIMIT else s for s in c["size"]],
-    "size_bytes": lambda c: [None if s is None else float(s) for s in c["size"]],
-    "tarball": lambda c: c["tarball"],
-    "namespace": lambda c: [n or None for n in c["namespace"]],
+
+def _variants(data: tuple[VariantData, ...]) -> list[Variant]:
+    return [_variant(v) for v in data]
+
+
+def _size(size: int | None) -> int | None:
+    return None if size is None or size >= _INT_LIMIT else size
+
+
+def _size_bytes(size: int | None) -> float | None:
+    return None if size is None else float(size)
+
+
+def _namespace(namespace: str) -> str | None:
+    return namespace or None
+
+
+# Each field of `Spec`: the record's field (`SpecColumns`) it shows, and how it shows a
+# value of it (None: as it is). Functions in C where they can be: a page maps them over
+# its column.
+FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
+    "hash": ("hash", None),
+    "short_hash": ("hash", itemgetter(slice(SHORT_HASH_LENGTH))),
+    "name": ("package", None),
+    "tag": ("tag", None),
+    "version": ("versions", itemgetter(0)),
+    "versions": ("versions", None),
+    "compiler": ("compiler", _compiler),
+    "os": ("os", None),
+    "platform": ("platform", None),
+    "target": ("target", None),
+    "variants": ("variants", _variants),
+    "stacks": ("stacks", None),
+    "size": ("size", _size),
+    "size_bytes": ("size", _size_bytes),
+    "tarball": ("tarball", None),
+    "namespace": ("namespace", _namespace),
 }
+
+
+def _column(field: str, show: Callable[[Any], Any] | None) -> Callable[[SpecColumns], list[Any]]:
+    if show is None:
+        return lambda columns: columns[field]
+    return lambda columns: list(map(show, columns[field]))
+
+
+SHOWN: dict[str, Callable[[SpecColumns], list[Any]]] = {
+    name: _column(field, show) for name, (field, show) in FIELDS.items()
+}
+"""How each field of `Spec` is made of a record's fields, a column at a time."""
+
+
+def shown_one(columns: SpecColumns, name: str) -> Any:
+    """A field of `Spec` for a batch of one row: its value alone, not a column."""
+    field, show = FIELDS[name]
+    value = columns.one(field)
+    return value if show is None else show(value)

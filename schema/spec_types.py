@@ -32,7 +32,7 @@ from cachegql.schema.facet_types import SpecFacets
 from cachegql.schema.inputs import SpecFilter, SpecFilterArg, asked_hashes, spec_criteria
 from cachegql.schema.pagination import DEFAULT_FIRST, Fingerprint, Window, fingerprint, window
 from cachegql.schema.readers import reads_many
-from cachegql.schema.spec_fields import SHOWN
+from cachegql.schema.spec_fields import SHOWN, shown_one
 from cachegql.schema.value_types import Compiler, PageInfo, StackCount, Variant, page_info
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "SpecEdge",
     "package_object",
     "spec_connection",
+    "spec_object",
     "spec_objects",
     "spec_page",
 ]
@@ -54,7 +55,8 @@ def _shown(field: str, **options: Any) -> Any:
     first asks for it (a page that shows three fields reads three columns)."""
 
     def read(root: Spec) -> Any:
-        return root._batch.shown(field)[root._at]
+        batch = root._batch
+        return shown_one(batch.columns, field) if batch.single else batch.shown(field)[root._at]
 
     def read_all(roots: Sequence[Spec]) -> list[Any]:
         if roots:
@@ -202,6 +204,8 @@ class SpecBatch:
         self.snapshot = snapshot
         self.rows = rows
         self.columns = snapshot.spec_columns(rows)
+        self.single = len(rows) == 1
+        """A batch of one row (a spec looked up by its hash) shows values, not columns."""
         self._shown: dict[str, list[Any]] = {}
         # The page of specs made of it, weakly: each spec refers to its batch, and a
         # request's objects must die with it by reference counting.
@@ -230,6 +234,11 @@ class SpecBatch:
         if values is None:
             values = self._shown[field] = SHOWN[field](self.columns)
         return values
+
+
+def spec_object(snapshot: Snapshot, row: int) -> Spec:
+    """The API's Spec object for `row`, alone in its batch (no page to refer to)."""
+    return Spec(_batch=SpecBatch(snapshot, [row]), _at=0)
 
 
 def spec_objects(snapshot: Snapshot, rows: list[int]) -> list[Spec]:

@@ -17,6 +17,7 @@ from cachegql.schema.spec_types import (
     SpecEdge,
     package_object,
     spec_connection,
+    spec_object,
     spec_objects,
     spec_page,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "package_object",
     "page_info",
     "spec_connection",
+    "spec_object",
     "spec_objects",
     "spec_page",
     "stack_object",

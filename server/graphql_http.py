@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from graphql import GraphQLError
@@ -54,8 +53,9 @@ class BadRequestError(Exception):
         self.status, self.message, self.code = status, message, code
 
 
-@dataclass(frozen=True, slots=True)
-class Params:
+# Params and _Reply are named tuples, not frozen dataclasses: one of each is made per
+# request, and a frozen dataclass's __init__ (an object.__setattr__ a field) costs twice.
+class Params(NamedTuple):
     """A GraphQL request's parameters, checked."""
 
     query: str | None
@@ -219,8 +219,7 @@ class GraphQLEndpoint:
         return _Reply(orjson.dumps(_body(answer.result)), status, media, headers)
 
 
-@dataclass(frozen=True, slots=True)
-class _Reply:
+class _Reply(NamedTuple):
     """An answer before it is an HTTP response: starlette's, or raw headers (`answer_post`)."""
 
     body: bytes

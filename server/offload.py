@@ -31,7 +31,7 @@ import anyio
 import anyio.to_thread
 from graphql import FieldNode, GraphQLError, Visitor, parse, visit
 
-from cachegql.index import OverBudgetError, deadline
+from cachegql.index import OverBudgetError, within
 from cachegql.schema import CONNECTION_FIELDS
 
 __all__ = [
@@ -96,14 +96,10 @@ class Offloader:
     async def __call__(
         self, query: str | None, operation: Callable[[], T], inline: bool = False
     ) -> T:
-        def bounded() -> T:
-            with deadline(self.time_budget):
-                return operation()
-
         if inline or runs_inline(query):
-            return bounded()
+            return within(self.time_budget, operation)
         with anyio.move_on_after(BUDGETS * self.time_budget + GRACE_SECONDS):
             return await anyio.to_thread.run_sync(
-                bounded, limiter=self.limiter, abandon_on_cancel=True
+                within, self.time_budget, operation, limiter=self.limiter, abandon_on_cancel=True
             )
         raise OverBudgetError(self.time_budget)

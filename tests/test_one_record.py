@@ -14,6 +14,8 @@ import pytest
 
 from cachegql.index import IndexStore, Snapshot, SpecRecord
 from cachegql.schema import Context, build_schema
+from cachegql.schema.spec_fields import FIELDS, shown_one
+from cachegql.schema.spec_types import SpecBatch
 
 
 def test_each_rows_own_record_is_the_batch_reads(demo_snapshot: Snapshot) -> None:
@@ -62,6 +64,18 @@ def test_a_batchs_columns_are_its_records_fields(demo_snapshot: Snapshot) -> Non
             assert columns[field] == [getattr(r, field) for r in records], (rows, field)
         assert [columns.record(at) for at in range(len(rows))] == records
     assert demo_snapshot.spec_columns([])["hash"] == []
+
+
+def test_a_spec_alone_shows_what_a_page_shows(demo_snapshot: Snapshot) -> None:
+    """A spec looked up by its hash shows each field's value alone (`shown_one`), a page
+    a column at a time (`SHOWN`): the same values."""
+    rows = list(range(len(demo_snapshot.hash_rank)))
+    page = SpecBatch(demo_snapshot, rows)
+    for at, row in enumerate(rows):
+        alone = SpecBatch(demo_snapshot, [row])
+        for name in FIELDS:
+            assert shown_one(alone.columns, name) == page.shown(name)[at], (row, name)
+        assert alone.columns.one("hash") == demo_snapshot.hash_of(row)
 
 
 QUERIES_AND_TARBALL_READS = {

@@ -9,7 +9,7 @@ numpy's fancy indexing costs more than the answer).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -39,12 +39,26 @@ class SpecColumns:
         """The values of one `SpecRecord` field, by position in `rows`."""
         values = self._read.get(field)
         if values is None:
-            if not self.rows:
+            rows = self.rows
+            if not rows:
                 return []
             if not self._read:
                 self.snapshot.spec_reads += 1  # a batch read, for tests that count them
-            values = self._read[field] = _READERS[field](self)
+            reader = _READERS[field]
+            # One row (a spec looked up by its hash): read alone, without numpy's indexing.
+            values = [reader.one(self.snapshot, rows[0])] if len(rows) == 1 else reader.many(self)
+            self._read[field] = values
         return values
+
+    def one(self, field: str) -> Any:
+        """`self[field][0]` of a batch of one row, which has no column to share: a spec's
+        fields each read alone, as `__getitem__` would (a call fewer each)."""
+        values = self._read.get(field)
+        if values is None:
+            if not self._read:
+                self.snapshot.spec_reads += 1
+            values = self._read[field] = [_READERS[field].one(self.snapshot, self.rows[0])]
+        return values[0]
 
     def record(self, at: int, *, tarballs: bool = True) -> SpecRecord:
         """The whole record of `rows[at]`; `tarballs=False` leaves its `tarball` None."""
@@ -64,80 +78,114 @@ class SpecColumns:
         return [SpecRecord(*values) for values in zip(*fields, strict=True)]
 
     def codes(self, array: npt.NDArray[Any]) -> list[Any]:
-        """`array`'s entries at the rows, as Python values."""
-        if len(self.rows) == 1:
-            return [array.item(self.rows[0])]
+        """`array`'s entries at the rows (two or more), as Python values."""
         if self._wanted is None:
             self._wanted = np.asarray(self.rows, dtype=np.int64)
         return array[self._wanted].tolist()  # type: ignore[no-any-return]
 
 
+class _Reader(NamedTuple):
+    """How a field is read: for many rows at once, and for one row alone."""
+
+    many: Callable[[SpecColumns], list[Any]]
+    one: Callable[[Snapshot, int], Any]
+
+
 def _hashes(columns: SpecColumns) -> list[Any]:
     snapshot = columns.snapshot
     ranks = columns.codes(snapshot.hash_rank)
-    if len(ranks) == 1:
-        return [bytes(snapshot.hash_sorted[ranks[0]]).decode()]
     return [h.decode() for h in snapshot.hash_sorted[np.asarray(ranks)].tolist()]
 
 
-def _attribute(field: str) -> Callable[[SpecColumns], list[Any]]:
-    def read(columns: SpecColumns) -> list[Any]:
+def _hash(snapshot: Snapshot, row: int) -> Any:
+    return snapshot.hash_sorted[snapshot.hash_rank.item(row)].decode()
+
+
+def _attribute(field: str) -> _Reader:
+    def many(columns: SpecColumns) -> list[Any]:
         column = columns.snapshot.columns[field]
         values = column.values
         return [values[code] for code in columns.codes(column.codes)]
 
-    return read
+    def one(snapshot: Snapshot, row: int) -> Any:
+        column = snapshot.columns[field]
+        return column.values[column.codes.item(row)]
+
+    return _Reader(many, one)
 
 
-def _set(field: str, named: str | None = None) -> Callable[[SpecColumns], list[Any]]:
+def _set(field: str, named: str | None = None) -> _Reader:
     """A set column's members, named by the snapshot's list `named` (else its own)."""
 
-    def read(columns: SpecColumns) -> list[Any]:
+    def named_by(snapshot: Snapshot) -> Callable[[int], Any]:
+        values = snapshot.sets[field].values if named is None else getattr(snapshot, named)
+        return values.__getitem__
+
+    def many(columns: SpecColumns) -> list[Any]:
         snapshot = columns.snapshot
         members = snapshot.set_members(field)
-        values = snapshot.sets[field].values if named is None else getattr(snapshot, named)
-        value_of = values.__getitem__
+        value_of = named_by(snapshot)
         return [
             tuple(map(value_of, members[code]))
             for code in columns.codes(snapshot.sets[field].codes)
         ]
 
-    return read
+    def one(snapshot: Snapshot, row: int) -> Any:
+        code = snapshot.sets[field].codes.item(row)
+        return tuple(map(named_by(snapshot), snapshot.set_members(field)[code]))
+
+    return _Reader(many, one)
 
 
-def _coded(codes: str, named: str) -> Callable[[SpecColumns], list[Any]]:
+def _coded(codes: str, named: str) -> _Reader:
     """The snapshot's list `named` at the codes of its array `codes`."""
 
-    def read(columns: SpecColumns) -> list[Any]:
+    def many(columns: SpecColumns) -> list[Any]:
         values = getattr(columns.snapshot, named)
         return [values[code] for code in columns.codes(getattr(columns.snapshot, codes))]
 
-    return read
+    def one(snapshot: Snapshot, row: int) -> Any:
+        return getattr(snapshot, named)[getattr(snapshot, codes).item(row)]
+
+    return _Reader(many, one)
 
 
 def _sizes(columns: SpecColumns) -> list[Any]:
     return [None if size < 0 else size for size in columns.codes(columns.snapshot.sizes)]
 
 
+def _size(snapshot: Snapshot, row: int) -> Any:
+    size = snapshot.sizes.item(row)
+    return None if size < 0 else size
+
+
 def _tags(columns: SpecColumns) -> list[Any]:
     return [columns.snapshot.tag] * len(columns.rows)
+
+
+def _tag(snapshot: Snapshot, _row: int) -> Any:
+    return snapshot.tag
 
 
 def _tarballs(columns: SpecColumns) -> list[Any]:
     return columns.snapshot.tarballs.names(columns.rows)
 
 
+def _tarball(snapshot: Snapshot, row: int) -> Any:
+    return snapshot.tarballs.name(row)
+
+
 # How each field of a record is read; the attribute fields (package, os, ...) from the
 # field table, each a dictionary-coded column.
-_READERS: dict[str, Callable[[SpecColumns], list[Any]]] = {
-    "hash": _hashes,
-    "tag": _tags,
+_READERS: dict[str, _Reader] = {
+    "hash": _Reader(_hashes, _hash),
+    "tag": _Reader(_tags, _tag),
     "versions": _set("versions"),
     "compiler": _coded("compiler_codes", "compilers"),
     "variants": _set("variants", "variants"),
     "stacks": _set("stacks"),
-    "size": _sizes,
-    "tarball": _tarballs,
+    "size": _Reader(_sizes, _size),
+    "tarball": _Reader(_tarballs, _tarball),
     "flags": _coded("flag_codes", "flags"),
     **{f.name: _attribute(f.name) for f in SPEC_FIELDS if f.attribute},
 }
