@@ -14,7 +14,7 @@ nowhere deeper. Inside, by concern:
 """
 
 from cachegql.index.binary_urls import spec_binary_urls
-from cachegql.index.budget import OverBudgetError, deadline, renewed, within
+from cachegql.index.budget import OverBudgetError, deadline, renewed, run_with_deadline
 from cachegql.index.build import BuildError, BuildReport, build_index
 from cachegql.index.coverage import (
     Coverage,
@@ -184,6 +184,7 @@ __all__ = [
     "read_lockfile",
     "received",
     "renewed",
+    "run_with_deadline",
     "runs_on",
     "shorten",
     "shown",
@@ -196,5 +197,4 @@ __all__ = [
     "target_names",
     "wanted_from_lock",
     "wanted_from_query",
-    "within",
 ]

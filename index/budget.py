@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import TypeVar
 
-__all__ = ["OverBudgetError", "check", "deadline", "remaining", "renewed", "within"]
+__all__ = ["OverBudgetError", "check", "deadline", "remaining", "renewed", "run_with_deadline"]
 
 T = TypeVar("T")
 
@@ -36,22 +36,26 @@ def deadline(seconds: float | None) -> Iterator[None]:
     if seconds is None:
         yield
         return
-    token = _deadline.set((time.monotonic() + seconds, seconds))
+    token = _start(seconds)
     try:
         yield
     finally:
         _deadline.reset(token)
 
 
-def within(seconds: float, work: Callable[[], T]) -> T:
-    """`work()` under a deadline of `seconds`, as `with deadline(seconds)` runs it: every
-    operation is run so, and a generator's context manager costs microseconds of a
-    hash lookup's answer."""
-    token = _deadline.set((time.monotonic() + seconds, seconds))
+def run_with_deadline(seconds: float, work: Callable[[], T]) -> T:
+    """`work()` as `with deadline(seconds)` runs it, without a generator's context
+    manager: every operation the server answers is run so, and that cost microseconds
+    of a hash lookup's answer."""
+    token = _start(seconds)
     try:
         return work()
     finally:
         _deadline.reset(token)
+
+
+def _start(seconds: float) -> Token[tuple[float, float] | None]:
+    return _deadline.set((time.monotonic() + seconds, seconds))
 
 
 @contextlib.contextmanager

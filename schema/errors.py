@@ -31,6 +31,9 @@ CHANGED_MESSAGE = (
 TOO_MANY_TOKENS = "Document contains more than"
 """What graphql-core's parser says of a document over its token limit."""
 
+ARGUMENT = "Argument '"
+"""How graphql-core's refusals of an argument's value begin (`coerce_argument`)."""
+
 logger = logging.getLogger("cachegql.errors")
 
 
@@ -52,6 +55,10 @@ def classify(error: GraphQLError) -> None:
         extensions["code"] = BAD_USER_INPUT
     elif isinstance(original, OverBudgetError):
         extensions["code"] = QUERY_TOO_COMPLEX
+    elif isinstance(original, GraphQLError) and original.message.startswith(ARGUMENT):
+        # An argument graphql-core refused as the field ran: a variable given null where
+        # its default would fit a non-null argument, say. The request's, and said so.
+        extensions["code"] = BAD_USER_INPUT
     elif TOO_MANY_TOKENS in error.message:
         extensions["code"] = QUERY_TOO_COMPLEX  # the parser gave up: too big, not wrong
     elif original is None or error.path is None:

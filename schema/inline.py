@@ -167,7 +167,7 @@ def small_request(query: str, variables: dict[str, Any] | None) -> bool:
     if not variables:
         return True
     left = INLINE_MAX_VALUES
-    pending: list[Any] = [variables or {}]
+    pending: list[Any] = [variables]
     while pending:
         value = pending.pop()
         if isinstance(value, dict):

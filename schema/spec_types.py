@@ -205,7 +205,8 @@ class SpecBatch:
         self.rows = rows
         self.columns = snapshot.spec_columns(rows)
         self.single = len(rows) == 1
-        """A batch of one row (a spec looked up by its hash) shows values, not columns."""
+        """A batch of one row (a spec looked up by its hash) shows values, not columns:
+        each read shows its value again (the record's is read once), alias or not."""
         self._shown: dict[str, list[Any]] = {}
         # The page of specs made of it, weakly: each spec refers to its batch, and a
         # request's objects must die with it by reference counting.

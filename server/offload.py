@@ -31,7 +31,7 @@ import anyio
 import anyio.to_thread
 from graphql import FieldNode, GraphQLError, Visitor, parse, visit
 
-from cachegql.index import OverBudgetError, within
+from cachegql.index import OverBudgetError, run_with_deadline
 from cachegql.schema import CONNECTION_FIELDS
 
 __all__ = [
@@ -97,9 +97,13 @@ class Offloader:
         self, query: str | None, operation: Callable[[], T], inline: bool = False
     ) -> T:
         if inline or runs_inline(query):
-            return within(self.time_budget, operation)
+            return run_with_deadline(self.time_budget, operation)
         with anyio.move_on_after(BUDGETS * self.time_budget + GRACE_SECONDS):
             return await anyio.to_thread.run_sync(
-                within, self.time_budget, operation, limiter=self.limiter, abandon_on_cancel=True
+                run_with_deadline,
+                self.time_budget,
+                operation,
+                limiter=self.limiter,
+                abandon_on_cancel=True,
             )
         raise OverBudgetError(self.time_budget)

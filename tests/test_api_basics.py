@@ -190,6 +190,18 @@ def test_wrong_argument_type_has_a_code(gql: GraphQLClient) -> None:
     assert error["extensions"]["code"] == "BAD_USER_INPUT"
 
 
+def test_a_variable_given_null_for_a_non_null_argument_is_the_request_s_error(
+    gql: GraphQLClient,
+) -> None:
+    """A nullable variable with a default passes validation in a non-null place; given
+    null, graphql-core refuses the argument as the field runs: a client's error."""
+    query = 'query($h: String = "aaaaaaa") { spec(hash: $h) { hash } }'
+    error = gql.error(query, h=None)
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert error["message"].startswith("Argument 'hash' has invalid value")
+    assert gql.data(query) == {"spec": None}  # its default used: no spec has that hash
+
+
 def test_an_unexpected_exception_reaches_clients_only_as_its_code(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -39,26 +39,27 @@ class SpecColumns:
         """The values of one `SpecRecord` field, by position in `rows`."""
         values = self._read.get(field)
         if values is None:
-            rows = self.rows
-            if not rows:
+            if len(self.rows) == 1:  # a spec looked up by its hash: no numpy indexing
+                self.one(field)
+                return self._read[field]
+            if not self.rows:
                 return []
-            if not self._read:
-                self.snapshot.spec_reads += 1  # a batch read, for tests that count them
-            reader = _READERS[field]
-            # One row (a spec looked up by its hash): read alone, without numpy's indexing.
-            values = [reader.one(self.snapshot, rows[0])] if len(rows) == 1 else reader.many(self)
-            self._read[field] = values
+            self._count_read()
+            values = self._read[field] = _READERS[field].many(self)
         return values
 
     def one(self, field: str) -> Any:
         """`self[field][0]` of a batch of one row, which has no column to share: a spec's
-        fields each read alone, as `__getitem__` would (a call fewer each)."""
+        fields each read alone (a call fewer each than through `__getitem__`)."""
         values = self._read.get(field)
         if values is None:
-            if not self._read:
-                self.snapshot.spec_reads += 1
+            self._count_read()
             values = self._read[field] = [_READERS[field].one(self.snapshot, self.rows[0])]
         return values[0]
+
+    def _count_read(self) -> None:
+        if not self._read:
+            self.snapshot.spec_reads += 1  # a batch read, for tests that count them
 
     def record(self, at: int, *, tarballs: bool = True) -> SpecRecord:
         """The whole record of `rows[at]`; `tarballs=False` leaves its `tarball` None."""
@@ -78,7 +79,8 @@ class SpecColumns:
         return [SpecRecord(*values) for values in zip(*fields, strict=True)]
 
     def codes(self, array: npt.NDArray[Any]) -> list[Any]:
-        """`array`'s entries at the rows (two or more), as Python values."""
+        """`array`'s entries at the rows, as Python values (`many` readers: a batch of one
+        row is read by `one`)."""
         if self._wanted is None:
             self._wanted = np.asarray(self.rows, dtype=np.int64)
         return array[self._wanted].tolist()  # type: ignore[no-any-return]
