@@ -176,6 +176,7 @@ class _TagBuild:
         self.parts_taken = 0
         self.sizes_taken = 0
         self.texts_taken = 0
+        self.text_taken = False  # by the tag being written
         self.read_since_collected = False  # a tag was read (not reused): its cycles remain
         self.looks = LookAhead([])  # the fingerprints' looks at local mirrors (`run`'s)
 
@@ -261,6 +262,7 @@ class _TagBuild:
             return  # none of its caches could be read: no tag
         # Its text index is taken from the previous build where made of the same names.
         earlier_text = partial(self._take_text, tag) if self.previous else None
+        self.text_taken = False
         try:
             written = write_tag_folder(table, graph, self.folder / folder, earlier_text)
         except CycleError as exc:
@@ -271,6 +273,7 @@ class _TagBuild:
         finally:
             del table, graph  # the tag's records go now, its cycles before the next tag is read
         fingerprint, file_digests = None, {}
+        self.texts_taken += int(self.text_taken)  # counted once the tag is kept
         if parts is not None:
             self.parts_taken += len(set(parts.taken))  # a cache the tag lists twice: once
             self.sizes_taken += len(parts.sizes_taken)
@@ -316,9 +319,8 @@ class _TagBuild:
 
     def _take_text(self, tag: str, digest: str, into: Path) -> bool:
         """The previous build's text index of `tag` put `into` (`PreviousBuild.take_text`)."""
-        taken = self.previous is not None and self.previous.take_text(tag, digest, into)
-        self.texts_taken += taken
-        return taken
+        self.text_taken = self.previous is not None and self.previous.take_text(tag, digest, into)
+        return self.text_taken
 
     def _report(self, problem: Problem) -> None:
         if self.strict:

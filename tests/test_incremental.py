@@ -23,6 +23,7 @@ from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import IndexStore, StrictModeError, build_index
 from cachegql.index import build as build_module
 from cachegql.index.build import BuildReport, code_digest
+from cachegql.index.disk.reuse import PreviousBuild
 from cachegql.index.ingest import SourceLimits, look_ahead, tarball_sizes
 from cachegql.index.ingest.files import read_regular_status
 from cachegql.server.fetch import HttpReader
@@ -245,6 +246,25 @@ def test_a_text_index_is_written_again_when_its_names_change_or_it_is_damaged(
     assert _text_inodes(after.folder, 1).isdisjoint(_text_inodes(renamed.folder, 1))
     assert IndexStore(out).build_id == after.folder.name  # verified: none of the damage
     _same_as_full(sources, after, tmp_path)
+
+
+def test_a_text_folder_replaced_by_a_link_is_not_taken(sources: Path, tmp_path: Path) -> None:
+    """A link is not followed out of the build, even to files that pass their checks."""
+    out = tmp_path / "ix"
+    before = _build(sources, out)
+    text = before.folder / "tags" / "1" / "text"
+    copy = Path(shutil.copytree(text, tmp_path / "elsewhere"))
+    shutil.rmtree(text)
+    text.symlink_to(copy)
+    digest = _manifest(before.folder)["tags"][1]["text"]
+    previous = PreviousBuild.open(out)
+    assert previous is not None
+    into = tmp_path / "new-text"
+    assert not previous.take_text("v0.22", digest, into)
+    assert not into.exists()
+    text.unlink()
+    shutil.copytree(copy, text)  # the same files in place: taken
+    assert PreviousBuild.open(out).take_text("v0.22", digest, into)  # type: ignore[union-attr]
 
 
 def test_a_removed_stack_is_picked_up(sources: Path, tmp_path: Path) -> None:
@@ -580,6 +600,7 @@ def test_only_the_limits_on_content_are_in_the_fingerprint(sources: Path, tmp_pa
         pytest.param(lambda m: m["tags"][1].update(caches="4"), id="count-string"),
         pytest.param(lambda m: m["tags"][1].update(problems=[["only a path"]]), id="problem"),
         pytest.param(lambda m: m["tags"][1].update(fingerprint=1), id="fingerprint-int"),
+        pytest.param(lambda m: m["tags"][1].update(text=5), id="text-int"),
         pytest.param(lambda m: m["mirrors"].update({"v0.22": ["a list"]}), id="tag-mirrors"),
         pytest.param(lambda m: m["tags"][1].update(file_digests=[]), id="file-digests-list"),
         pytest.param(

@@ -5,7 +5,8 @@ the format, the code). A tag whose fingerprint is unchanged is not read again: i
 files are hard-linked from the previous build into the new one (copied where a link cannot
 be made), checked against the previous manifest's sizes and checksums as they are, and
 listed in the new manifest with those checksums. What the manifest said of the tag (its
-counts, its problems) is carried over with it.
+counts, its problems) is carried over with it. A tag read again takes its text index alike
+when it is made of the same documents (`take_text`, index/disk/text_write.py).
 
 Never a failure: a previous build that is missing, of another format, unreadable or
 malformed (any value of its manifest not of the type written: a bool is not a count) is no
@@ -140,6 +141,9 @@ class PreviousBuild:
         try:
             # The manifest's list of the files is not taken on trust: a name it lacks
             # would make an incomplete tag that still publishes.
+            # A folder inside the tag's replaced by a link is not followed out of the build.
+            if inside and folder.is_symlink():
+                raise _DamagedError(f"{folder}: a link")
             if not files or _listing(folder) != set(files):
                 raise _DamagedError(f"{folder}: not what the manifest lists")
             for name, file in files.items():

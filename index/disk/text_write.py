@@ -39,8 +39,9 @@ def text_documents(packages: Sequence[str], atoms: Sequence[str]) -> list[Docume
 
 def documents_digest(documents: Sequence[Document]) -> str:
     """What a text index is made of: its documents, and the code and format that write it."""
+    # `json.dumps` writes ASCII (any name, its undecodable bytes kept as surrogates too).
     made_of = json.dumps([repr(fingerprint_salt()), documents], separators=(",", ":"))
-    return hashlib.sha256(made_of.encode("utf-8", "surrogateescape")).hexdigest()
+    return hashlib.sha256(made_of.encode("ascii")).hexdigest()
 
 
 def write_text(folder: Path, documents: Sequence[Document], earlier: EarlierText | None) -> str:

@@ -66,8 +66,9 @@ class FileStock:
                 self.complete = False
                 continue
             # `_status_key`'s fields, written out: a call and a tuple less per file.
-            st = status
-            line.append((name, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
+            line.append(
+                (name, status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns)
+            )
             if len(line) == _FILES_PER_LINE:
                 self._feed()
                 line = self._line
