@@ -4,7 +4,8 @@
 
 The HTTP numbers of `run.py` and `ab.py` are req/s under a load generator on the machine's
 2 cores, shared with other work: they move by tens of percent from run to run. This feeds
-the raw bytes of the load generator's request (a hash lookup) to uvicorn's httptools
+the raw bytes of the load generator's request (a hash lookup, or `--query` another of
+`run.py`'s queries, with its parameters) to uvicorn's httptools
 protocol, as `cachegql serve` builds it (its guarded protocol, the app from
 `create_app`) and as the floor's uvicorn does (`bench/floor_app.py`, answering
 cachegql's own answer), on one uvloop, and prints the median over 5 rounds of CPU µs per
@@ -35,6 +36,7 @@ QUERY = (
     b'{"query": "{ spec(hash: \\"%s\\") { hash name version compiler { name version } '
     b'os target } }"}'
 )
+QUERIES = ("hash_prefix", "selective_page", "package_search")
 ROWS = ("floor", "cachegql cached", "cachegql uncached")
 BODY = Path(tempfile.gettempdir()) / "cachegql-wire-floor-body.json"
 
@@ -132,7 +134,7 @@ async def _measure(app: Any, protocol_class: Any, request: bytes, count: int) ->
     return {"us": statistics.median(rounds), "answer": answer.partition(b"\r\n\r\n")[2].decode()}
 
 
-def one_row(row: str, index: Path, count: int, workers: int) -> dict[str, Any]:
+def one_row(row: str, index: Path, count: int, workers: int, query: str) -> dict[str, Any]:
     if workers > 1:  # as `cachegql serve --workers 2` runs: metrics in files
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="cachegql-wire-")
     warnings.simplefilter("ignore")
@@ -141,8 +143,14 @@ def one_row(row: str, index: Path, count: int, workers: int) -> dict[str, Any]:
     from cachegql.index import IndexStore
 
     store = IndexStore(index)
-    snapshot = store.snapshots[store.default_tag]
-    body = QUERY % str(snapshot.hash_of(snapshot.num_specs // 2))[:7].encode()
+    if query == "hash_prefix":
+        snapshot = store.snapshots[store.default_tag]
+        body = QUERY % str(snapshot.hash_of(snapshot.num_specs // 2))[:7].encode()
+    else:  # as `run.py` asks it
+        sys.path.insert(0, str(Path(__file__).parent))
+        from run import cachegql_queries, choose_parameters
+
+        body = json.dumps({"query": cachegql_queries(choose_parameters(store))[query]}).encode()
     store.close()
     if row == "floor":
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -171,11 +179,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--requests", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--one-worker", action="store_true", help="metrics in memory")
+    parser.add_argument(
+        "--query", choices=QUERIES, default="hash_prefix", help="which of run.py's queries"
+    )
     parser.add_argument("--row", choices=ROWS, help=argparse.SUPPRESS)  # one, in this process
     args = parser.parse_args(argv)
     workers = 1 if args.one_worker else 2
     if args.row:
-        print(json.dumps(one_row(args.row, args.index, args.requests, workers)))
+        print(json.dumps(one_row(args.row, args.index, args.requests, workers, args.query)))
         return 0
     results: dict[str, list[float]] = {row: [] for row in ROWS}
     for _ in range(args.rounds):
@@ -195,7 +206,7 @@ def main(argv: list[str]) -> int:
         print(f"| {row} | {us:.1f} ({rounds}) | {floor / us:.1%} |")
     metrics = "in memory (1 worker)" if workers == 1 else "in files (2 workers)"
     print(
-        f"({args.requests:,} requests per row, median of 5 rounds, metrics {metrics}; "
+        f"({args.query}, {args.requests:,} requests per row, median of 5 rounds, metrics {metrics}; "
         f"load {os.getloadavg()[0]:.2f})"
     )
     return 0

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cachegql.index import IndexStore, WordsMatched
 from cachegql.schema.pagination import DEFAULT_MAX_FIRST
+
+In = TypeVar("In")
+Out = TypeVar("Out")
 
 
 @dataclass
@@ -23,3 +27,14 @@ class Context:
         searches of the same words (`cachegql.index.WordsMatched`)."""
         words: WordsMatched = self.cache.setdefault(("words matched", tag), {})
         return words
+
+    def converted(self, value: In, convert: Callable[[In], Out]) -> Out:
+        """`convert(value)` once per object in this request: a filter given as an argument
+        is converted by the operation's estimate (`inline`) and again by its answer."""
+        key = ("converted", convert, id(value))
+        known = self.cache.get(key)
+        if known is None:
+            # Kept with the value: while it lives, no other object has its id.
+            known = self.cache[key] = (value, convert(value))
+        result: Out = known[1]
+        return result

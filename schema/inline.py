@@ -69,14 +69,14 @@ _Estimate = Callable[[Context, dict[str, Any], int], int]
 ESTIMATED: dict[str, _Estimate] = {
     "specs": lambda context, a, enough: spec_reads(
         context.store.snapshot(a.get("tag")),
-        spec_criteria(a.get("filter")),
+        context.converted(a.get("filter"), spec_criteria),
         query=a.get("query"),
         search=a.get("search"),
         enough=enough,
     ),
     "packages": lambda context, a, enough: package_reads(
         context.store.snapshot(a.get("tag")),
-        package_criteria(a.get("filter")),
+        context.converted(a.get("filter"), package_criteria),
         search=a.get("search"),
         enough=enough,
     ),
@@ -130,8 +130,9 @@ class Reads:
         self, variables: VariableValues, context: Context, arguments: Arguments
     ) -> int | None:
         """The rows read, or more than `INLINE_MAX_READS` once known to be (the roots
-        after are not estimated); the arguments converted on the way are kept in
-        `arguments` for the plan (`compiled.Plan.run`)."""
+        after are not estimated); the arguments of each root estimated (converted on the
+        way, or fixed) are kept in `arguments` for the plan (`compiled.Plan.run`), which
+        then converts its filter once (`Context.converted`)."""
         if self.roots is None:
             return None
         total = 0
@@ -140,7 +141,7 @@ class Reads:
                 converted = fixed
                 if converted is None:
                     converted = convert_field_arguments(field, node, variables, self.converter)
-                    arguments[id(node)] = converted
+                arguments[id(node)] = converted
                 total += ESTIMATED[name](context, converted, INLINE_MAX_READS - total)
             except Exception:
                 return None  # an unknown tag, a malformed variant: the plan reports it

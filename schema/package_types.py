@@ -53,7 +53,7 @@ def package_connection(
     """Evaluate a packages field and cut out the page asked for."""
     store = context.store
     snapshot = store.snapshot(tag)
-    criteria = package_criteria(filter)
+    criteria = context.converted(filter, package_criteria)
     words = context.words_matched(snapshot.tag)
     ids = find_packages(
         snapshot, criteria, search=search, scope=scope, words=words, ordered=first != 0

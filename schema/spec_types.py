@@ -363,7 +363,7 @@ def spec_connection(
     """Evaluate a specs field and cut out the page asked for."""
     store = context.store
     snapshot = store.snapshot(tag)
-    criteria = spec_criteria(filter)
+    criteria = context.converted(filter, spec_criteria)
     words = context.words_matched(snapshot.tag)
     # A page of none (a count and facets: the web app's search) needs no order.
     rows = find_specs(

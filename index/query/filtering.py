@@ -48,21 +48,20 @@ __all__ = [
 def select(dictionary: Dictionary, match: StringMatch) -> IdArray:
     """Ids of the values that satisfy every operator of `match`, ascending.
 
-    An empty value means the source does not say: no operator matches it. The operator
-    that chose the candidates is not tested again on them (an `in` of many values would
-    otherwise be tested against each of its own values).
+    An empty value means the source does not say: no operator matches it. An `in` that
+    chose the candidates is not tested again on them (each would be looked for among all
+    its values); an `eq` or a prefix is, a comparison each (copying the match without it
+    cost more).
     """
     values = dictionary.values
     rest = match
     if match.eq is not None:
         candidates = [dictionary.ids[match.eq]] if match.eq in dictionary.ids else []
-        rest = replace(match, eq=None)
     elif match.in_ is not None:
         candidates = sorted({dictionary.ids[v] for v in match.in_ if v in dictionary.ids})
         rest = replace(match, in_=None)
     elif match.prefix is not None:
         candidates = dictionary.with_prefix(match.prefix)
-        rest = replace(match, prefix=None)
     else:
         candidates = list(range(len(values)))
     selected = [i for i in candidates if values[i] and rest.matches(values[i])]
