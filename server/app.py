@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import sys
 from collections.abc import AsyncIterator
 
 import anyio
@@ -25,8 +27,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
+from uvicorn.config import STARTUP_FAILURE
 
-from cachegql.index import IndexStore
+from cachegql.index import IndexLoadError, IndexStore
 from cachegql.schema import export_sdl
 from cachegql.server import playground
 from cachegql.server.access_log import LOG_FORMAT, AccessLog, configure_logger
@@ -168,8 +171,16 @@ async def _watch(holder: IndexHolder, interval: float) -> None:
 
 
 def app_from_env() -> Starlette:
-    """Factory for uvicorn workers: settings come from CACHEGQL_* variables."""
+    """Factory for uvicorn workers: settings come from CACHEGQL_* variables.
+
+    A worker whose index cannot be loaded (removed or damaged since the server checked
+    it) says why and exits with uvicorn's `STARTUP_FAILURE`: its supervisor then stops the
+    server (`listen.run`) instead of starting it again, and again, with a traceback each."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     settings = Settings.from_env()
     configure_logger(settings.log_format)
-    return create_app(settings)
+    try:
+        return create_app(settings)
+    except IndexLoadError as exc:
+        logger.error("worker %d cannot load its index: %s", os.getpid(), exc)
+        sys.exit(STARTUP_FAILURE)

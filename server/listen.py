@@ -28,7 +28,12 @@ and the connections waiting in its queue then are reset, where with a shared soc
 other workers would take them (Linux 5.14 and later hand them to the others with
 `net.ipv4.tcp_migrate_req=1`); a worker merely slow keeps its queue until it is free.
 Linux only (where `SO_REUSEPORT` spreads TCP connections); elsewhere, with one worker, or
-with `cachegql serve --shared-socket`, uvicorn runs as it does on its own.
+with `cachegql serve --shared-socket`, the workers share uvicorn's one socket.
+
+Either way, a worker that cannot start (it exits with uvicorn's `STARTUP_FAILURE`: its
+index cannot be loaded, its socket cannot be bound) stops uvicorn's supervisor, which the
+next would fail as well; the supervisor then returns as if asked to stop, and `run`
+raises `WorkerStartError`, so that the server's exit says it failed.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
-__all__ = ["SOCKET_PER_WORKER", "CannotListenError", "hold_port", "run"]
+__all__ = ["SOCKET_PER_WORKER", "CannotListenError", "WorkerStartError", "hold_port", "run"]
 
 SOCKET_PER_WORKER = sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
 """Whether this system can give each worker a socket of its own on one port."""
@@ -55,24 +60,45 @@ class CannotListenError(Exception):
     """The address cannot be held: something listens there, or it is not this machine's."""
 
 
+class WorkerStartError(Exception):
+    """A worker could not start (its own error is logged before): the server stopped."""
+
+
 def run(app: Any, *, socket_per_worker: bool = True, **options: Any) -> None:
     """`uvicorn.run(app, **options)`, where several workers on a host and port each listen
     on a socket of its own if the system can (`SOCKET_PER_WORKER`) and `socket_per_worker`
     asks for it (the app is then an import string, as uvicorn's workers need).
-    CannotListenError when the address cannot be held."""
+    CannotListenError when the address cannot be held, WorkerStartError when a worker
+    could not start."""
     others = ("uds", "fd", "reload")  # ways of listening uvicorn has, left to it
     several = (options.get("workers") or 1) > 1 and not any(options.get(o) for o in others)
-    if not (socket_per_worker and SOCKET_PER_WORKER and several):
+    if not several:
         uvicorn.run(app, **options)
         return
     config = uvicorn.Config(app, **options)
+    if not (socket_per_worker and SOCKET_PER_WORKER):
+        _supervise(config, config.bind_socket())  # as `uvicorn.run` does
+        return
     with hold_port(config.host, config.port) as held:
         _logger.info(
             "listening on http://%s, %d workers with a socket each",
             _shown(held.getsockname()),
             config.workers,
         )
-        Multiprocess(config, sockets=[held]).run()
+        _supervise(config, held)
+
+
+def _supervise(config: uvicorn.Config, listening: socket.socket) -> None:
+    """uvicorn's supervisor of `config.workers` processes given `listening`, until it
+    stops; WorkerStartError when it stopped because a worker could not start."""
+    supervisor = Multiprocess(config, sockets=[listening])
+    supervisor.run()
+    failed = [p.pid for p in supervisor.processes if p.exitcode == STARTUP_FAILURE]
+    if failed:
+        raise WorkerStartError(
+            f"worker process {failed[0]} could not start (its error is above), "
+            "so the server stopped"
+        )
 
 
 def hold_port(host: str, port: int) -> socket.socket:

@@ -157,7 +157,7 @@ def _serve(args: argparse.Namespace) -> int:
     from cachegql.index import IndexLoadError, IndexStore
     from cachegql.schema import DEFAULT_MAX_FIRST
     from cachegql.server.access_log import LOG_FORMAT, configure_logger
-    from cachegql.server.listen import CannotListenError, run
+    from cachegql.server.listen import CannotListenError, WorkerStartError, run
     from cachegql.server.protocol import protocol
     from cachegql.server.settings import Settings
 
@@ -236,7 +236,7 @@ def _serve(args: argparse.Namespace) -> int:
                 log_level="info",
                 access_log=False,  # the app logs each request itself (server/access_log.py)
             )
-        except CannotListenError as exc:
+        except (CannotListenError, WorkerStartError) as exc:
             # The exit status uvicorn gives when it cannot bind (one worker, a shared socket).
             print(f"error: {exc}", file=sys.stderr)
             return STARTUP_FAILURE

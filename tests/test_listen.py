@@ -10,11 +10,13 @@ import pickle
 import signal
 import socket
 import subprocess
+import threading
 import time
 from contextlib import ExitStack
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from types import ModuleType
+from typing import IO
 
 import httpx
 import pytest
@@ -228,3 +230,45 @@ def test_an_address_in_use_is_said_and_the_command_fails(pages_ix: Path) -> None
         done.stderr
     )
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["socket-per-worker", "shared-socket"])
+def test_workers_that_cannot_load_the_index_stop_the_server(tmp_path: Path, shared: bool) -> None:
+    """The server checks the index, then its workers load it again: gone in between, each
+    worker says so and the server exits with uvicorn's start failure (it used to start
+    them again, and again, with a traceback each, and never exit)."""
+    index = tmp_path / "ix"
+    build_index([PAGES], index)
+    port = free_port()
+    command = [CLI, "serve", "--index", str(index), "--workers", "2", "--port", str(port)]
+    command += ["--reload-interval", "0"] + ["--shared-socket"] * shared
+    stderr = subprocess.PIPE
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    lines: list[str] = []
+    checked = threading.Event()  # said once the index is checked, before any worker starts
+
+    def read(stream: IO[str]) -> None:
+        for line in stream:
+            lines.append(line)
+            if line.startswith("GraphiQL and the API:"):
+                checked.set()
+
+    reader = threading.Thread(target=read, args=(process.stderr,), daemon=True)
+    reader.start()
+    try:
+        assert checked.wait(60), "".join(lines)
+        index.rename(tmp_path / "moved")
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join(10)
+        assert process.stderr is not None
+        process.stderr.close()
+    said = "".join(lines)
+    assert process.returncode == 3, said
+    assert f"cannot load its index: {index} is not an index built by 'cachegql index'" in said
+    assert "could not start (its error is above), so the server stopped" in said
+    assert "Traceback" not in said
+    assert "died" not in said, "no worker is started again"
