@@ -115,7 +115,14 @@ class Facets:
         span = self._span
         if span is not None:  # a slice is read in place: no gather
             return np.bincount(codes[span[0] : span[1]], minlength=size)
-        return np.bincount(codes.take(self.rows), minlength=size)
+        return np.bincount(codes.take(self._positions), minlength=size)
+
+    @cached_property
+    def _positions(self) -> IdArray:
+        """The rows as numpy's index type, converted once for every facet's gather (given
+        int32 rows, `take` converts them on each call: 2.1 against 1.35 µs at 1,667 rows)."""
+        positions: IdArray = self.rows.astype(np.intp)
+        return positions
 
     @cached_property
     def _span(self) -> tuple[int, int] | None:
