@@ -206,8 +206,8 @@ def main(argv: list[str]) -> int:
         print(f"| {row} | {us:.1f} ({rounds}) | {floor / us:.1%} |")
     metrics = "in memory (1 worker)" if workers == 1 else "in files (2 workers)"
     print(
-        f"({args.query}, {args.requests:,} requests per row, median of 5 rounds, metrics {metrics}; "
-        f"load {os.getloadavg()[0]:.2f})"
+        f"({args.query}, {args.requests:,} requests per row, median of 5 rounds, "
+        f"metrics {metrics}; load {os.getloadavg()[0]:.2f})"
     )
     return 0
 

@@ -37,3 +37,32 @@ def test_an_unfiltered_query_reads_the_shared_range(demo_snapshot: Snapshot) -> 
     packages = find_packages(demo_snapshot)
     assert np.shares_memory(packages, every_row(0, demo_snapshot.num_packages))
     assert not specs.flags.writeable and not packages.flags.writeable
+
+
+def test_a_single_values_set_mask_is_kept_read_only(demo_snapshot: Snapshot) -> None:
+    """A variant's atom filters by the mask of the sets holding it: made once per column
+    and value, then given to every query asking (never to be written)."""
+    column = demo_snapshot.sets["atoms"]
+    items, lengths = column.members.lists(np.arange(column.num_sets))
+    members = [set(m.tolist()) for m in np.split(items, np.cumsum(lengths)[:-1])]
+    for value in range(min(len(column.values), 40)):
+        ids = np.array([value], dtype=np.intp)
+        mask = column.sets_with_any(ids)
+        assert mask.tolist() == [value in m for m in members]
+        assert column.sets_with_any(ids) is mask
+        assert not mask.flags.writeable
+    pair = np.array([0, 1], dtype=np.intp)
+    either = column.sets_with_any(pair)
+    assert either.tolist() == [0 in m or 1 in m for m in members]
+    assert column.sets_with_any(pair) is not either, "only single values are kept"
+
+
+def test_set_masks_are_kept_within_their_bound(
+    demo_snapshot: Snapshot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    column = demo_snapshot.sets["stacks"]
+    monkeypatch.setattr("cachegql.index.disk.columns.MASKS_BYTES", 0)
+    ids = np.array([len(column.values) - 1], dtype=np.intp)
+    mask = column.sets_with_any(ids)
+    assert mask.any(), "the last stack is in some set"
+    assert column.sets_with_any(ids) is not mask, "over the bound: made again"

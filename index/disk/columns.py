@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,10 @@ class Column:
         )
 
 
+MASKS_BYTES = 4 << 20
+"""What a set column keeps of the masks of single values (`SetColumn.sets_with_any`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SetColumn:
     """A set of values per row: row -> set id (`codes`) -> member values (`members`)."""
@@ -176,16 +180,28 @@ class SetColumn:
     members: Postings
     postings: Postings
     set_postings: Postings
+    # The masks of single values asked for so far, read-only, within `MASKS_BYTES`.
+    _masks: dict[int, Mask] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def num_sets(self) -> int:
         return len(self.members.offsets) - 1
 
     def sets_with_any(self, value_ids: IdArray) -> Mask:
-        """A mask over set ids: the sets holding at least one of `value_ids`."""
+        """A mask over set ids, read and never written: the sets holding at least one of
+        `value_ids`. A single value's is kept for the next query that asks for it (a
+        variant's atom, as every query filtering on it does): made, it is a scatter over
+        every set of the tag (7,397 sets at 1M specs, 8 µs in a loop, 20 in a server)."""
+        single = int(value_ids[0]) if len(value_ids) == 1 else None
+        known = None if single is None else self._masks.get(single)
+        if known is not None:
+            return known
         hit = np.zeros(self.num_sets, dtype=np.bool_)
         for value in value_ids:
             hit[self.set_postings(int(value))] = True
+        if single is not None and (len(self._masks) + 1) * len(hit) <= MASKS_BYTES:
+            hit.flags.writeable = False
+            self._masks[single] = hit
         return hit
 
     @classmethod
