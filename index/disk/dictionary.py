@@ -32,6 +32,12 @@ class Dictionary:
         return sorted(self._sorted_ids[lo:hi])
 
     @cached_property
+    def ranks(self) -> list[int]:
+        """`alphabetical_rank` as a list: read value by value, each an index, not a call."""
+        ranks: list[int] = self.alphabetical_rank.tolist()
+        return ranks
+
+    @cached_property
     def alphabetical_rank(self) -> IdArray:
         """For each value id, its position in alphabetical order (ties in facets go by it)."""
         rank = np.empty(len(self.values), dtype=np.intp)

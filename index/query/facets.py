@@ -26,8 +26,10 @@ class Facets:
 
     A result of a few rows (`few` or less: a page of one package) is counted in Python,
     value by value: numpy's dozen calls over a dictionary's every value cost more, and
-    grow with the tag, not the answer; a small dictionary's counts (`few_values` or
-    fewer values) are sorted in Python too. A result covering most of its tag is counted by
+    grow with the tag, not the answer; the counts of a small dictionary (`few_values` or
+    fewer values), or of a result with as few values, are sorted in Python too (each of
+    numpy's calls costs a few µs in a server, not one as in a loop of them). A result
+    covering most of its tag is counted by
     its complement: the whole tag's counts are the posting list sizes, known in
     advance, minus those of the few rows left out. So a broad result costs no more than
     a narrow one. The rows of a result are distinct, as the planner makes them.
@@ -57,6 +59,9 @@ class Facets:
             counts[unknown] = 0
         # A boolean's nonzero is several times faster than an int64's.
         present = (counts != 0).nonzero()[0]
+        if len(present) <= self.few_values:
+            found = zip(present.tolist(), counts[present].tolist(), strict=True)
+            return _top_few(dict(found), dictionary, first)
         if first is not None:
             present = _contenders(present, counts, max(first, 0))
         order = np.lexsort((dictionary.alphabetical_rank[present], -counts[present]))
@@ -176,7 +181,7 @@ def _top_few(counted: dict[int, int], dictionary: Dictionary, first: int | None)
     unknown = dictionary.ids.get("")
     if unknown is not None:
         counted.pop(unknown, None)
-    rank = dictionary.alphabetical_rank
-    order = sorted(counted.items(), key=lambda item: (-item[1], rank.item(item[0])))
+    rank = dictionary.ranks
+    order = sorted(counted.items(), key=lambda item: (-item[1], rank[item[0]]))
     values = dictionary.values
     return [(values[i], c) for i, c in (order if first is None else order[: max(first, 0)])]
