@@ -70,7 +70,8 @@ class Postings:
     offsets: Offsets
 
     def __call__(self, value: int) -> Rows:
-        return self.items[self.offsets[value] : self.offsets[value + 1]]
+        offsets = self.offsets  # bounds as Python ints: no numpy scalar made for each
+        return self.items[offsets.item(value) : offsets.item(value + 1)]
 
     def sizes(self, values: IdArray | None = None) -> npt.NDArray[np.int64]:
         return _sizes(self.offsets, values)

@@ -35,7 +35,13 @@ class StringMatch:
 
     @property
     def is_empty(self) -> bool:
-        return all(v is None for v in (self.eq, self.in_, self.prefix, self.contains, self.ne))
+        return (
+            self.eq is None
+            and self.in_ is None
+            and self.prefix is None
+            and self.contains is None
+            and self.ne is None
+        )
 
 
 def parse_variant_constraint(text: str, what: str = "") -> Variant:

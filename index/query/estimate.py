@@ -211,4 +211,5 @@ def _others(criteria: SpecCriteria) -> bool:
 
 
 def _size(offsets: Offsets, value: int) -> int:
-    return int(offsets[value + 1] - offsets[value])
+    size: int = offsets.item(value + 1) - offsets.item(value)
+    return size

@@ -42,8 +42,9 @@ def _total(postings: Postings, value_ids: IdArray) -> int:
         return 0
     offsets = postings.offsets
     if len(value_ids) == 1:  # the usual `eq`: two items, not three arrays
-        value = int(value_ids[0])
-        return int(offsets[value + 1]) - int(offsets[value])
+        value = value_ids.item(0)
+        size: int = offsets.item(value + 1) - offsets.item(value)
+        return size
     return int((offsets[value_ids + 1] - offsets[value_ids]).sum())
 
 
