@@ -70,13 +70,16 @@ def helper_context(fork: bool = True) -> HelperContext:
 
 
 @contextmanager
-def stops_held() -> Iterator[None]:
+def stops_held(tracker: bool = True) -> Iterator[None]:
     """SIGINT and SIGTERM held in this thread within the block, where a helper is started
-    and recorded: one that comes meanwhile is raised on leaving."""
+    and recorded: one that comes meanwhile is raised on leaving. `tracker`: the resource
+    tracker is started first, for a spawned helper (a fork's semaphores are unlinked as
+    they are made, and the tracker, a fresh interpreter, would only take a core's time)."""
     # Started here, not within: starting it unblocks the stop signals of the caller. One
     # that cannot start leaves the helper's start to fail (the build does the work).
-    with suppress(Exception):
-        resource_tracker.ensure_running()
+    if tracker:
+        with suppress(Exception):
+            resource_tracker.ensure_running()
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     try:
         yield

@@ -92,7 +92,7 @@ class LookAhead:
             receiver, sender = context.Pipe(duplex=False)
         except Exception:  # no semaphore or descriptor here: the build looks alone
             return
-        with stops_held():
+        with stops_held(tracker=context.get_start_method() == "spawn"):
             process = start_helper(context, _look_ahead, (self._roots, claims, sender, os.getpid()))
             sender.close()
             if process is None:
