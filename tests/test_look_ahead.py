@@ -8,6 +8,7 @@ Real local v3 mirrors (the demo generator's), a real helper process.
 from __future__ import annotations
 
 import errno
+import fcntl
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.resource_tracker
@@ -15,6 +16,7 @@ import os
 import shutil
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -64,11 +66,33 @@ def _a_spec_manifest(mirror: Location) -> Path:
     return next((mirror.path / "v3" / "manifests" / "spec").glob("*/*.spec.manifest.json"))
 
 
-def test_looks_a_helper_took_are_the_builds_own(generated: Path) -> None:
+def _run(check: Callable[..., None], fork: bool, *args: object) -> None:
+    """`check(*args)`; where the helper is to be forked, in a fresh interpreter, as a CLI
+    build runs: threads other tests leave running here would have it spawned."""
+    if not fork:
+        check(*args)
+        return
+    process = multiprocessing.get_context("spawn").Process(target=check, args=args)
+    process.start()
+    process.join(120)
+    assert process.exitcode == 0, "the check failed in its process (its traceback above)"
+
+
+def _forked(ahead: LookAhead) -> bool:
+    return isinstance(ahead._process, multiprocessing.context.ForkProcess)
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+def test_looks_a_helper_took_are_the_builds_own(generated: Path, fork: bool) -> None:
+    _run(_helper_took_looks, fork, generated, fork)
+
+
+def _helper_took_looks(generated: Path, fork: bool) -> None:
     looks = _looks(generated)
-    ahead = LookAhead(looks, ahead_from=1)
+    ahead = LookAhead(looks, ahead_from=1, fork=fork)
     try:
         ahead.start()
+        assert _forked(ahead) == fork  # without other threads: forked unless told not to
         _helper_done(ahead)
         found = [ahead.look(tag, root) for tag, root in reversed(looks)]  # any order
     finally:
@@ -175,29 +199,36 @@ def test_a_helper_gone_holding_the_claims_costs_one_wait_not_one_a_look(
     assert found == [look(root) for _, root in looks]
 
 
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
 def test_ctrl_c_while_the_helper_starts_is_left_to_the_build(
-    generated: Path, capfd: pytest.CaptureFixture[str]
+    generated: Path, capfd: pytest.CaptureFixture[str], fork: bool
 ) -> None:
     """Ctrl-C reaches every process of the terminal's group: a helper still starting (a
-    fresh interpreter's imports) neither stops nor prints a traceback; it goes on, and
-    the build decides."""
+    fresh interpreter's imports, a fork's first steps) neither stops nor prints a
+    traceback; it goes on, and the build decides."""
+    _run(_ctrl_c_left_to_the_build, fork, generated, fork)
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def _ctrl_c_left_to_the_build(generated: Path, fork: bool) -> None:
     looks = _looks(generated)
-    ahead = LookAhead(looks, ahead_from=1)
+    ahead = LookAhead(looks, ahead_from=1, fork=fork)
     try:
         ahead.start()
         assert ahead._process is not None and ahead._process.pid is not None
-        os.kill(ahead._process.pid, signal.SIGINT)  # within its imports
+        assert _forked(ahead) == fork
+        os.kill(ahead._process.pid, signal.SIGINT)  # within its imports, or its first steps
         _helper_done(ahead)
         assert ahead._process.exitcode == 0
         found = [ahead.look(tag, root) for tag, root in looks]
     finally:
         ahead.close()
     assert found == [look(root) for _, root in looks] and ahead.helped == len(looks)
-    assert "Traceback" not in capfd.readouterr().err
 
 
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
 def test_no_process_to_start_leaves_the_looks_to_the_build(
-    generated: Path, monkeypatch: pytest.MonkeyPatch
+    generated: Path, monkeypatch: pytest.MonkeyPatch, fork: bool
 ) -> None:
     """A process limit reached (EAGAIN) as the helper, or the resource tracker before it,
     would start: no helper, and the build takes every look, as it would alone."""
@@ -207,8 +238,9 @@ def test_no_process_to_start_leaves_the_looks_to_the_build(
 
     monkeypatch.setattr(multiprocessing.resource_tracker, "ensure_running", cannot)
     monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", cannot)
+    monkeypatch.setattr(multiprocessing.context.ForkProcess, "start", cannot)
     looks = _looks(generated)
-    ahead = LookAhead(looks, ahead_from=1)
+    ahead = LookAhead(looks, ahead_from=1, fork=fork)
     try:
         ahead.start()
         assert ahead._process is None
@@ -216,6 +248,41 @@ def test_no_process_to_start_leaves_the_looks_to_the_build(
     finally:
         ahead.close()
     assert found == [look(root) for _, root in looks] and ahead.helped == 0
+
+
+def test_a_forked_helper_holds_none_of_the_builds_files(generated: Path, tmp_path: Path) -> None:
+    """A helper left behind by a build killed with SIGKILL must not keep the build's lock:
+    forked, it lets go of every file it was given a copy of before its first look."""
+    _run(_lets_go_of_the_lock, True, generated, tmp_path / "out.builds.lock")
+
+
+def _lets_go_of_the_lock(generated: Path, lock: Path) -> None:
+    build_lock = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(build_lock, fcntl.LOCK_EX)
+    looks = [(f"tag{n}", root) for n in range(300) for _, root in _looks(generated)]
+    ahead = LookAhead(looks, ahead_from=1)
+    try:
+        ahead.start()
+        assert _forked(ahead) and ahead._process is not None and ahead._claims is not None
+        with _held(ahead._claims._flags.get_lock()):  # the helper kept from its end
+            os.close(build_lock)  # the build gone: only a copy of its own would hold it
+            other = os.open(lock, os.O_RDWR)
+            try:
+                _within(30, lambda: _lock_when_free(other))
+                assert ahead._process.is_alive()  # not let go of by ending
+            finally:
+                os.close(other)
+    finally:
+        ahead.close()
+
+
+def _lock_when_free(fd: int) -> None:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue
+        return
 
 
 def test_few_spec_manifests_start_no_helper(generated: Path) -> None:

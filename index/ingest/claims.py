@@ -15,7 +15,7 @@ neither waits while pieces are left:
 from __future__ import annotations
 
 from collections.abc import Callable
-from multiprocessing.context import SpawnContext
+from multiprocessing.context import BaseContext
 from typing import Any
 
 __all__ = ["EachClaims", "ViewClaims"]
@@ -38,7 +38,7 @@ class ViewClaims:
     the reading process as it is started). A claim gives up (None) once `other_alive`
     says the other process is gone while it waits on the lock."""
 
-    def __init__(self, context: SpawnContext, count: int) -> None:
+    def __init__(self, context: BaseContext, count: int) -> None:
         self._bounds = context.Array("i", [0, count])
 
     def first(self, other_alive: Callable[[], bool]) -> int | None:
@@ -69,7 +69,7 @@ class ViewClaims:
 class EachClaims:
     """Pieces `0..count-1`, each taken once, by whichever process asks first."""
 
-    def __init__(self, context: SpawnContext, count: int) -> None:
+    def __init__(self, context: BaseContext, count: int) -> None:
         self._flags = context.Array("b", count)
 
     def take(self, index: int, other_alive: Callable[[], bool]) -> bool | None:

@@ -21,7 +21,6 @@ it ends early, the build takes the rest itself.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ from cachegql.index.ingest.buildcache import V3_SPECS
 from cachegql.index.ingest.claims import EachClaims
 from cachegql.index.ingest.helper_process import (
     as_helper,
+    helper_context,
     start_helper,
     stop_helper,
     stops_held,
@@ -44,8 +44,8 @@ from cachegql.index.ingest.recording import Stock
 __all__ = ["AHEAD_FROM", "LookAhead"]
 
 # Spec manifests to look at (guessed: the first mirror's, times the looks) from which a
-# helper pays for its start (a fresh interpreter: 0.5 to 0.8 s of imports, on the other
-# core) and its messages: 100,000 take about 0.7 s.
+# helper pays for its start (forked, a few ms; spawned, a fresh interpreter: 0.3 to 0.8 s
+# of imports, on the other core) and its messages: 100,000 take about 0.7 s.
 AHEAD_FROM = 100_000
 
 
@@ -54,7 +54,10 @@ class LookAhead:
     this process or by a helper; `close()` stops the helper."""
 
     def __init__(
-        self, looks: Sequence[tuple[str, Location]], ahead_from: int | None = None
+        self,
+        looks: Sequence[tuple[str, Location]],
+        ahead_from: int | None = None,
+        fork: bool = True,
     ) -> None:
         # A root listed twice in a tag is looked at once for it (`_stock_of`).
         self._places = {
@@ -62,6 +65,7 @@ class LookAhead:
         }
         self._roots = [root for _, root in self._places]
         self._ahead_from = AHEAD_FROM if ahead_from is None else ahead_from
+        self._fork = fork  # where it can be (`helper_context`); else spawned
         self._done: dict[int, Stock | None] = {}  # taken, here or by the helper
         self._process: BaseProcess | None = None
         self._receiver: Connection | None = None
@@ -80,13 +84,15 @@ class LookAhead:
             first, -(-self._ahead_from // len(self._roots))
         ):
             return
-        context = multiprocessing.get_context("spawn")
+        # Forked where it can be: at work at once, where a spawned one imports for 0.3 to
+        # 0.6 s while the build looks alone (most of the first tag's looks).
+        context = helper_context(self._fork)
         try:
             claims = EachClaims(context, len(self._roots))
             receiver, sender = context.Pipe(duplex=False)
         except Exception:  # no semaphore or descriptor here: the build looks alone
             return
-        with stops_held():
+        with stops_held(tracker=context.get_start_method() == "spawn"):
             process = start_helper(context, _look_ahead, (self._roots, claims, sender, os.getpid()))
             sender.close()
             if process is None:
@@ -160,7 +166,7 @@ class LookAhead:
 def _look_ahead(roots: list[str], claims: EachClaims, sender: Connection, build: int) -> None:
     """In the helper: each look not taken yet, taken and sent in order; it stops once
     the build (`build`, its pid) is gone."""
-    as_helper()
+    as_helper(sender)
 
     def build_alive() -> bool:
         return os.getppid() == build
