@@ -16,13 +16,15 @@ import os
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
-from cachegql.index.ingest import look_ahead
+from cachegql.index.ingest import helper_process, look_ahead
 from cachegql.index.ingest.claims import EachClaims
 from cachegql.index.ingest.identity import look
 from cachegql.index.ingest.locations import Location
@@ -317,3 +319,31 @@ def test_a_claim_gives_up_when_the_other_process_is_gone_holding_the_lock() -> N
         _within(10, lambda: asked.append(claims.take(0, lambda: False)))
     assert asked == [None]
     assert claims.take(0, lambda: False) is True  # given back: taken at once
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+def test_a_helper_that_does_not_end_is_killed_within_its_bound(fork: bool) -> None:
+    """A helper still alive 2 s after it was told to end is killed: the build never waits
+    longer on it (a forked one lets go of the pipe `join` would wait on)."""
+    _run(_killed_within_its_bound, fork, fork)
+
+
+def _killed_within_its_bound(fork: bool) -> None:
+    context = helper_process.helper_context(fork)
+    assert context.get_start_method() == ("fork" if fork else "spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    with helper_process.stops_held(tracker=not fork):
+        process = helper_process.start_helper(context, _deaf_helper, (sender,))
+    assert process is not None
+    assert receiver.recv() == "deaf"  # past its start: it has let go of its files
+    started = time.monotonic()
+    helper_process.stop_helper(process, receiver)
+    assert time.monotonic() - started < 10
+    sender.close()
+
+
+def _deaf_helper(sender: Connection) -> None:
+    helper_process.as_helper(sender)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as one stuck would: never ends itself
+    sender.send("deaf")
+    time.sleep(120)

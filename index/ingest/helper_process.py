@@ -29,6 +29,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from multiprocessing import resource_tracker
@@ -110,13 +111,25 @@ def stop_helper(process: BaseProcess | None, receiver: Connection | None) -> Non
     build's end of its pipe."""
     if process is not None:
         process.terminate()
-        process.join(_STOPPING_SECONDS)
-        if process.exitcode is None:  # has not ended: no more waiting on it
+        if not _ended_within(process, _STOPPING_SECONDS):  # no more waiting on it
             process.kill()
             process.join()
         process.close()
     if receiver is not None:
         receiver.close()
+
+
+def _ended_within(process: BaseProcess, seconds: float) -> bool:
+    """Whether `process` ends within `seconds`, by its exit status. Not `join(seconds)`:
+    that waits on the process's sentinel, a pipe whose other end a forked helper lets go
+    of with the rest (`_let_go`), which then reads as ended at once, and `join` goes on
+    to wait for the exit with no bound."""
+    deadline = time.monotonic() + seconds
+    while process.exitcode is None:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def as_helper(pipe: Connection | None = None) -> None:
