@@ -25,7 +25,6 @@ from cachegql.index.records import SpecRecord
 __all__ = [
     "BUCKET_FIELDS",
     "FACETS",
-    "FACET_FIELDS",
     "FIELDS_BY_NAME",
     "SPEC_FIELDS",
     "STACKS_FACET",
@@ -73,6 +72,4 @@ FACETS: dict[str, str | None] = {
     STACKS_FACET: None,
 }
 """Every facet name, with the single-valued field it counts (None: the stacks)."""
-FACET_FIELDS = tuple(field for field in FACETS.values() if field is not None)
-"""The single-valued fields that facets count."""
 BUCKET_FIELDS = tuple(field for field in SPEC_FIELDS if field.bucket)

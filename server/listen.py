@@ -75,6 +75,8 @@ def run(app: Any, *, socket_per_worker: bool = True, **options: Any) -> None:
     if not several:
         uvicorn.run(app, **options)
         return
+    if not isinstance(app, str):
+        raise TypeError("several workers import the app: give it as 'module:attribute'")
     config = uvicorn.Config(app, **options)
     if not (socket_per_worker and SOCKET_PER_WORKER):
         _supervise(config, config.bind_socket())  # as `uvicorn.run` does
@@ -91,8 +93,11 @@ def run(app: Any, *, socket_per_worker: bool = True, **options: Any) -> None:
 def _supervise(config: uvicorn.Config, listening: socket.socket) -> None:
     """uvicorn's supervisor of `config.workers` processes given `listening`, until it
     stops; WorkerStartError when it stopped because a worker could not start."""
-    supervisor = Multiprocess(config, sockets=[listening])
-    supervisor.run()
+    try:
+        supervisor = Multiprocess(config, sockets=[listening])
+        supervisor.run()
+    except KeyboardInterrupt:  # before its own handlers: a stop, as `uvicorn.run` takes it
+        return
     failed = [p.pid for p in supervisor.processes if p.exitcode == STARTUP_FAILURE]
     if failed:
         raise WorkerStartError(

@@ -179,33 +179,3 @@ def test_the_contenders_of_the_first_buckets_keep_every_tie_at_the_edge() -> Non
     # The 2nd largest count (3) is held by twelve values: every one stays a contender.
     many = np.array([0, *([3] * 12), 7, 1], dtype=np.int64)
     assert _contenders(np.flatnonzero(many), many, 2).tolist() == list(range(1, 14))
-
-
-def test_facets_counted_together_are_those_counted_one_by_one(demo_snapshot: Snapshot) -> None:
-    """From the second single-valued facet asked of a result, every such field is counted
-    at once (`FacetCodes`): each facet is the one counted by itself, in place or gathered."""
-    random = np.random.default_rng(11)
-    starts = demo_snapshot.package_start
-    biggest = int(np.argmax(np.diff(starts)))
-    package_rows = np.arange(starts[biggest], starts[biggest + 1], dtype=np.int32)
-    drawn = [
-        np.sort(random.choice(demo_snapshot.num_specs, n, replace=False)).astype(np.int32)
-        for n in (Facets.few + 1, 700, demo_snapshot.num_specs // 2)
-    ]
-    names = sorted(FACETS)
-    together_counted = 0
-    for rows in [package_rows, *drawn]:
-        for first in (None, 2):
-            together = Facets(demo_snapshot, rows)
-            together.few = -1
-            for name in names:
-                alone = Facets(demo_snapshot, rows)
-                alone.few, alone.together_rows = -1, -1
-                assert together.buckets(name, first) == alone.buckets(name, first), name
-                field = FACETS[name]
-                if field is not None and together.together(field) is not None:
-                    together_counted += 1
-    assert together_counted > 20
-    assert demo_snapshot.facet_codes is not None
-    if demo_snapshot.nodes is not None:
-        assert demo_snapshot.nodes.facet_codes is None, "a nodes table is never faceted"

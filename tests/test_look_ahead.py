@@ -76,7 +76,12 @@ def _run(check: Callable[..., None], fork: bool, *args: object) -> None:
         return
     process = multiprocessing.get_context("spawn").Process(target=check, args=args)
     process.start()
-    process.join(120)
+    try:
+        process.join(120)
+    finally:
+        if process.exitcode is None:
+            process.kill()
+            process.join()
     assert process.exitcode == 0, "the check failed in its process (its traceback above)"
 
 
@@ -283,6 +288,7 @@ def _lock_when_free(fd: int) -> None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            time.sleep(0.01)
             continue
         return
 

@@ -181,8 +181,9 @@ class SetColumn:
     members: Postings
     postings: Postings
     set_postings: Postings
-    # The masks of single values asked for so far, read-only, within `MASKS_BYTES`.
-    _masks: dict[int, Mask] = field(default_factory=dict, repr=False, compare=False)
+    # The masks of single values asked for so far, read-only, within `MASKS_BYTES` (two
+    # threads may each keep one past it). Never given: a copy starts with none of them.
+    _masks: dict[int, Mask] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def num_sets(self) -> int:

@@ -32,7 +32,6 @@ from cachegql.index.disk.columns import (
     narrow,
 )
 from cachegql.index.disk.dictionary import Dictionary
-from cachegql.index.disk.facet_codes import FacetCodes
 from cachegql.index.disk.layout import (
     DAG_FOLDER,
     DICTIONARIES,
@@ -44,7 +43,7 @@ from cachegql.index.disk.spec_columns import SpecColumns
 from cachegql.index.disk.tag_files import Dictionaries, bounds, checked_dag, value_names
 from cachegql.index.disk.tarballs import TarballNames
 from cachegql.index.disk.text import TextIndex
-from cachegql.index.fields import FACET_FIELDS, SPEC_FIELDS
+from cachegql.index.fields import SPEC_FIELDS
 from cachegql.index.records import SpecRecord
 from cachegql.index.spack.compilers import Compiler
 from cachegql.index.spack.variants import Variant
@@ -79,9 +78,7 @@ class Snapshot:
     binaries, as a snapshot of their own) and `dag`; a tag read from pages has neither.
     """
 
-    def __init__(self, tag: str, folder: Path, *, counted: bool = True) -> None:
-        """The tag in `folder`; `counted`: its facets are counted (`facet_codes`), as a
-        tag's are and its nodes table's are not."""
+    def __init__(self, tag: str, folder: Path) -> None:
         self.tag = tag
         self.folder = folder
         stored = Dictionaries(folder / DICTIONARIES)
@@ -98,7 +95,6 @@ class Snapshot:
             f.name: Column.load(folder, f.name, stored.values(f.name), num_rows)
             for f in SPEC_FIELDS
         }
-        self.facet_codes = FacetCodes(self.columns, FACET_FIELDS) if counted else None
         self.sets = {
             c: SetColumn.load(folder, c, value_names(stored.values(c)), num_rows)
             for c in SET_COLUMNS
@@ -145,7 +141,7 @@ class Snapshot:
         text = folder / TEXT_FOLDER
         self._text = TextIndex(text) if text.is_dir() else None
         nodes = folder / NODES_FOLDER
-        self.nodes = Snapshot(tag, nodes, counted=False) if nodes.is_dir() else None
+        self.nodes = Snapshot(tag, nodes) if nodes.is_dir() else None
         num_nodes = num_rows + (self.nodes.num_specs if self.nodes is not None else 0)
         dag_folder = folder / DAG_FOLDER
         self.dag = checked_dag(dag_folder, num_rows, num_nodes) if dag_folder.is_dir() else None

@@ -25,6 +25,7 @@ within the start, and its helper is then ended at the program's exit (a daemon).
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -96,12 +97,20 @@ def start_helper(
     the work itself)."""
     global _forked  # what the forked copy finds (`as_helper`)
     _forked = isinstance(context, ForkContext)
+    # The build's objects out of the copy's collections: a collection reads each object
+    # it tracks, and would have the copy's memory become the build's again. (Not where
+    # this process froze some itself: unfreezing would undo that too.)
+    frozen = _forked and not gc.get_freeze_count()
+    if frozen:
+        gc.freeze()
     try:
         process = context.Process(target=target, args=args, daemon=True)
         process.start()
     except Exception:
         return None
     finally:
+        if frozen:
+            gc.unfreeze()
         _forked = False
     return process
 
@@ -140,7 +149,8 @@ def as_helper(pipe: Connection | None = None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     if _forked:
-        _let_go(pipe.fileno() if pipe is not None else -1)
+        assert pipe is not None, "a forked helper keeps its pipe, and it alone"
+        _let_go(pipe.fileno())
 
 
 def _let_go(kept: int) -> None:

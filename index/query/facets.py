@@ -38,15 +38,10 @@ class Facets:
     few = 256
     # Counts of a dictionary this small are sorted in Python: 3 µs less than numpy's calls.
     few_values = 64
-    # A result of this many rows or less is counted for every single-valued field at
-    # once from the second such field asked (`together`).
-    together_rows = 1 << 16
 
     def __init__(self, snapshot: Snapshot, rows: Rows) -> None:
         self.snapshot = snapshot
         self.rows = rows
-        self._asked = 0
-        self._together: npt.NDArray[np.int64] | None = None
 
     def buckets(self, name: str, first: int | None = None) -> list[Bucket]:
         """(value, count) for one facet: count descending, then value; the top `first`."""
@@ -90,9 +85,6 @@ class Facets:
     def _counts(self, field: str | None) -> npt.NDArray[np.int64]:
         snapshot = self.snapshot
         if field is not None:
-            together = self.together(field)
-            if together is not None:
-                return together
             single = snapshot.columns[field]
             counts: npt.NDArray[np.int64] = self._count(
                 single.codes, len(single.values), single.postings.sizes
@@ -101,22 +93,6 @@ class Facets:
         column = snapshot.sets["stacks"]
         set_counts = self._count(column.codes, column.num_sets, lambda: snapshot.stack_set_sizes)
         return stack_counts(column, set_counts, snapshot.stack_set_matrix)
-
-    def together(self, field: str) -> npt.NDArray[np.int64] | None:
-        """`field`'s counts out of one count of every single-valued facet field
-        (`FacetCodes`): one gather and one count for all of them. Asked of a result of
-        at most `together_rows` rows not counted by its complement, from the second
-        field asked (one field alone is counted by itself); else None."""
-        codes = self.snapshot.facet_codes
-        if codes is None or len(self.rows) > self.together_rows or self._complement is not None:
-            return None
-        if self._together is None:
-            self._asked += 1
-            if self._asked < 2:
-                return None
-            span = self._span
-            self._together = codes.count(None if span else self._positions, span)
-        return codes.of(self._together, field)
 
     @cached_property
     def _complement(self) -> IdArray | None:
@@ -150,7 +126,7 @@ class Facets:
     def _positions(self) -> IdArray:
         """The rows as numpy's index type, converted once for every facet's gather (given
         int32 rows, `take` converts them on each call: 2.1 against 1.35 µs at 1,667 rows)."""
-        positions: IdArray = self.rows.astype(np.intp)
+        positions: IdArray = np.asarray(self.rows, dtype=np.intp)
         return positions
 
     @cached_property
