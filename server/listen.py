@@ -67,9 +67,9 @@ class WorkerStartError(Exception):
 def run(app: Any, *, socket_per_worker: bool = True, **options: Any) -> None:
     """`uvicorn.run(app, **options)`, where several workers on a host and port each listen
     on a socket of its own if the system can (`SOCKET_PER_WORKER`) and `socket_per_worker`
-    asks for it (the app is then an import string, as uvicorn's workers need).
-    CannotListenError when the address cannot be held, WorkerStartError when a worker
-    could not start."""
+    asks for it. Several workers import the app: it is then an import string (TypeError
+    otherwise). CannotListenError when the address cannot be held, WorkerStartError when
+    a worker could not start."""
     others = ("uds", "fd", "reload")  # ways of listening uvicorn has, left to it
     several = (options.get("workers") or 1) > 1 and not any(options.get(o) for o in others)
     if not several:
