@@ -232,18 +232,38 @@ def test_an_address_in_use_is_said_and_the_command_fails(pages_ix: Path) -> None
     assert "Traceback" not in done.stderr
 
 
+_HOLD = """
+import os, sys, time
+
+# Run at the start of every Python process of the server under test: a worker (a process
+# multiprocessing spawned) waits while the index is where the server checked it.
+if "--multiprocessing-fork" in sys.argv:
+    deadline = time.monotonic() + 60
+    while os.path.exists(os.environ["HOLD_WHILE"]) and time.monotonic() < deadline:
+        time.sleep(0.01)
+"""
+
+
 @pytest.mark.parametrize("shared", [False, True], ids=["socket-per-worker", "shared-socket"])
 def test_workers_that_cannot_load_the_index_stop_the_server(tmp_path: Path, shared: bool) -> None:
     """The server checks the index, then its workers load it again: gone in between, each
     worker says so and the server exits with uvicorn's start failure (it used to start
-    them again, and again, with a traceback each, and never exit)."""
+    them again, and again, with a traceback each, and never exit). The workers are held
+    at their start until the index is moved (`_HOLD`), whatever the machine's speed."""
     index = tmp_path / "ix"
     build_index([PAGES], index)
     port = free_port()
     command = [CLI, "serve", "--index", str(index), "--workers", "2", "--port", str(port)]
     command += ["--reload-interval", "0"] + ["--shared-socket"] * shared
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    (hold / "sitecustomize.py").write_text(_HOLD)
+    paths = [str(hold), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "HOLD_WHILE": str(index)}
     stderr = subprocess.PIPE
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=stderr, text=True, env=env
+    )
     lines: list[str] = []
     checked = threading.Event()  # said once the index is checked, before any worker starts
 

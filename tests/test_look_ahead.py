@@ -234,26 +234,36 @@ def _ctrl_c_left_to_the_build(generated: Path, fork: bool) -> None:
 
 
 @pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
-def test_no_process_to_start_leaves_the_looks_to_the_build(
-    generated: Path, monkeypatch: pytest.MonkeyPatch, fork: bool
-) -> None:
+def test_no_process_to_start_leaves_the_looks_to_the_build(generated: Path, fork: bool) -> None:
     """A process limit reached (EAGAIN) as the helper, or the resource tracker before it,
     would start: no helper, and the build takes every look, as it would alone."""
+    _run(_no_process_to_start, fork, generated, fork)
 
-    def cannot(*args: object, **kwargs: object) -> None:
-        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(multiprocessing.resource_tracker, "ensure_running", cannot)
-    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", cannot)
-    monkeypatch.setattr(multiprocessing.context.ForkProcess, "start", cannot)
+def _no_process_to_start(generated: Path, fork: bool) -> None:
+    tried: list[str] = []
+
+    def cannot(kind: str) -> Callable[..., None]:
+        def start(*args: object, **kwargs: object) -> None:
+            tried.append(kind)
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+
+        return start
+
     looks = _looks(generated)
-    ahead = LookAhead(looks, ahead_from=1, fork=fork)
-    try:
-        ahead.start()
-        assert ahead._process is None
-        found = [ahead.look(tag, root) for tag, root in looks]
-    finally:
-        ahead.close()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(multiprocessing.resource_tracker, "ensure_running", cannot("tracker"))
+        patch.setattr(multiprocessing.context.SpawnProcess, "start", cannot("spawn"))
+        patch.setattr(multiprocessing.context.ForkProcess, "start", cannot("fork"))
+        ahead = LookAhead(looks, ahead_from=1, fork=fork)
+        try:
+            ahead.start()
+            assert ahead._process is None
+            found = [ahead.look(tag, root) for tag, root in looks]
+        finally:
+            ahead.close()
+    # Forked (a fresh interpreter: no other thread), no tracker is asked for.
+    assert tried == (["fork"] if fork else ["tracker", "spawn"]), tried
     assert found == [look(root) for _, root in looks] and ahead.helped == 0
 
 
