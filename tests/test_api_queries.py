@@ -866,15 +866,26 @@ def test_ambiguous_prefix_caps_candidates_at_ten(bulk: tuple[GraphQLClient, Expe
     assert (total, hashes) == (BULK_SHARED_COUNT, want)
 
 
-@pytest.mark.parametrize("char", ["1", "8", "9", "0", "!", "-", "é"])
+@pytest.mark.parametrize("char", ["1", "8", "9", "0", "!", "-", "é", "İ"])
 def test_non_base32_character_is_named(gql: GraphQLClient, char: str) -> None:
-    for text in (f"22x{char}", f"/{char}", f"abc{char}def"):
+    """By its position in the text as sent (a letter may lower to two: "İ")."""
+    for text, position in ((f"22x{char}", 4), (f"/{char}", 1), (f"abc{char}def", 4)):
         error = gql.error("query($h: String!) { spec(hash: $h) { hash } }", h=text)
         assert error["extensions"]["code"] == "BAD_USER_INPUT", text
         assert_names_character(error["message"], char)
+        assert f"(position {position} of " in error["message"]
         error = gql.error(SPECS_QUERY, filter={"hashPrefix": text}, first=1, after=None)
         assert error["extensions"]["code"] == "BAD_USER_INPUT", text
         assert_names_character(error["message"], char)
+        assert f"(position {position} of " in error["message"]
+
+
+def test_a_hash_of_32_characters_that_lower_to_more_is_refused_by_its_character(
+    gql: GraphQLClient,
+) -> None:
+    error = gql.error("query($h: String!) { spec(hash: $h) { hash } }", h="İ" * 32)
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert "'İ' (position 1 of" in error["message"], error["message"]
 
 
 @pytest.mark.parametrize("tag", ["develop", "v0.22.0"])

@@ -36,14 +36,16 @@ def is_hash(text: str) -> bool:
 
 def normalize_prefix(text: str) -> str:
     """Lower-case a hash prefix (a leading `/` is allowed); reject non-base32 characters."""
-    prefix = text.strip().removeprefix("/").lower()
-    if not prefix:
+    given = text.strip().removeprefix("/")
+    if not given:
         raise CriteriaError("a hash prefix needs at least one character")
-    if len(prefix) > HASH_LENGTH:
+    if len(given) > HASH_LENGTH:
         raise CriteriaError(f"a hash has {HASH_LENGTH} characters; {shorten(text)} is longer")
+    prefix = given.lower()
     if not HASH_ALPHABET.issuperset(prefix):  # one test in C; the position only to report
+        # Found in the text as given: a letter may lower to two ("İ" to "i" and a dot).
         position, char = next(
-            (i, c) for i, c in enumerate(prefix, start=1) if c not in HASH_ALPHABET
+            (i, c) for i, c in enumerate(given, start=1) if not HASH_ALPHABET.issuperset(c.lower())
         )
         raise CriteriaError(
             f"{char!r} (position {position} of {shorten(text)}) is not a hash character: "
