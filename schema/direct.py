@@ -64,6 +64,7 @@ from cachegql.schema.context import Context
 from cachegql.schema.inline import Reads
 from cachegql.schema.limits import MAX_TOKENS, price
 from cachegql.schema.price_key import price_key
+from cachegql.schema.variables import VariablesAsGiven
 
 __all__ = [
     "EXECUTIONS",
@@ -163,6 +164,8 @@ class _Prepared:
     """The operation's declared variables: the only ones its price can read."""
     reads: Reads | None = None
     """The rows it reads, for a request's variables (`inline`)."""
+    as_given: VariablesAsGiven | None = None
+    """Its variables, where requests may have them as given (`variables`)."""
 
 
 class Ready(NamedTuple):
@@ -263,6 +266,9 @@ class DirectPath:
         not coerce."""
         if not prepared.variable_names:  # none declared: what is given is never read
             return VariableValues({}, {})
+        given = prepared.as_given(variables or {}) if prepared.as_given is not None else None
+        if given is not None:
+            return given
         assert prepared.operation is not None
         coerced = get_variable_values(
             self.schema, prepared.operation.variable_definitions or (), variables or {}
@@ -336,6 +342,7 @@ class DirectPath:
         prepared.plan = compile_operation(query_type, operation, fragments, self.converter)
         if prepared.plan is not None:
             prepared.reads = Reads(self.schema, query_type, operation, fragments, self.converter)
+            prepared.as_given = VariablesAsGiven.of(self.schema, operation)
         # Kept with its price: a first answer is not priced again.
         return _UNCOVERED if prepared.plan is None else prepared
 
