@@ -106,7 +106,7 @@ def build_index(
             with collector_paused():
                 build.run(plan)
             if not sum(build.specs.values()):
-                raise BuildError(nothing_found(build.result, build.total))
+                raise BuildError(nothing_found(build.result, sources))
             _write_manifest(build, staging, sources)
             folder = publish.publish(staging)
             # Parts that no tag of the build now serving names are of no use any more.

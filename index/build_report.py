@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,12 +44,12 @@ class BuildReport:
     texts_taken: int = 0
 
     def summary(self) -> str:
-        read = f"{self.pages} pages"
+        read = counted(self.pages, "page")
         if self.caches:
-            read += f" and {self.caches} build cache{'s' if self.caches != 1 else ''}"
+            read += f" and {counted(self.caches, 'build cache')}"
         return (
-            f"indexed {read}, {self.specs} specs, {len(self.tags)} tags, "
-            f"{len(self.problems)} problems in {self.seconds:.1f} s, peak RSS "
+            f"indexed {read}, {counted(self.specs, 'spec')}, {counted(len(self.tags), 'tag')}, "
+            f"{counted(len(self.problems), 'problem')} in {self.seconds:.1f} s, peak RSS "
             f"{self.peak_rss_mb} MB{self._helper()}{self._reuse()} -> {self.out}"
         )
 
@@ -65,7 +66,7 @@ class BuildReport:
             return ""
         names = f" ({', '.join(self.reused)})" if self.reused else ""
         taken = [
-            f"{count} {noun if count == 1 else plural}"
+            counted(count, noun, plural)
             for count, noun, plural in (
                 (self.parts_taken, "index", "indexes"),
                 (self.sizes_taken, "mirror's spec manifests", "mirrors' spec manifests"),
@@ -77,14 +78,27 @@ class BuildReport:
         return f", reused {len(self.reused)} of {len(self.tags)} tags{names}{parts}"
 
 
-def nothing_found(ingested: Ingested, sources: int) -> str:
-    """Why a build that found no specs publishes nothing."""
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 tag`, `3 tags` (`plural` where adding an s will not do)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def nothing_found(ingested: Ingested, given: Sequence[str | Path]) -> str:
+    """Why a build that found no specs in the sources `given` publishes nothing."""
+    named = str(given[0]) if len(given) == 1 else f"the {len(given)} sources given"
     message = (
-        f"no specs found in {sources} sources ({ingested.pages} pages and "
-        f"{ingested.caches} build caches read)"
+        f"no specs found in {named} ({counted(ingested.pages, 'page')} and "
+        f"{counted(ingested.caches, 'build cache')} read)"
     )
     if ingested.problems:
-        message += f"; {len(ingested.problems)} problems, the first: {ingested.problems[0]}"
+        problems = counted(len(ingested.problems), "problem")
+        message += f"; {problems}, the first: {ingested.problems[0]}"
+    elif not ingested.pages and not ingested.caches:
+        message += (
+            ": a source is a folder of cache.spack.io pages (_cache/TAG/PACKAGE/specs.md), "
+            "a page, a Spack build cache (a folder, an http(s), s3:// or oci:// URL) or a "
+            "listing of them ('cachegql index --help')"
+        )
     return message + "; nothing was published"
 
 

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cachegql.server.cli_flags import ExamplesHelp
+
 __all__ = ["add_check_command"]
 
 EXIT_CACHED, EXIT_MISSING, EXIT_BAD_INPUT = 0, 1, 2
@@ -36,7 +38,7 @@ def add_check_command(commands: Any) -> None:
         "nearest binaries of its package with their differences. Exit status: 0 all "
         "cached, 1 some missing, 2 bad input.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=ExamplesHelp,
     )
     check.add_argument("lockfile", type=Path, metavar="LOCKFILE", help="spack.lock ('-': stdin)")
     check.add_argument(

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from cachegql.server.check_cli import add_check_command
+from cachegql.server.cli_flags import ExamplesHelp
 from cachegql.server.demo_cli import add_demo_command
 from cachegql.server.index_cli import add_index_command
 from cachegql.server.interrupts import stopped
@@ -26,7 +27,7 @@ examples:
   cachegql index _cache/ --out ./ix                index a checkout of cache.spack.io's _cache/
   cachegql serve --index ./ix --port 8080          serve it; rebuilds are picked up live
   cachegql query 'hdf5@1.14: +mpi %gcc@13 target=aarch64' --index ./ix
-  cachegql check spack.lock --index ./ix            how much of an environment is cached
+  cachegql check spack.lock --index ./ix           how much of an environment is cached
   cachegql demo-data --specs 1000000 --out /tmp/pages
 """
 
@@ -54,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="cachegql",
         description="GraphQL gateway and search index over Spack build-cache listings.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=ExamplesHelp,
     )
     parser.add_argument("--version", action="version", version=f"cachegql {VERSION}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")

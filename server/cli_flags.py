@@ -3,8 +3,59 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
-__all__ = ["add_s3_endpoint"]
+__all__ = ["ExamplesHelp", "above", "add_s3_endpoint", "at_least", "port"]
+
+
+class ExamplesHelp(argparse.HelpFormatter):
+    """Help whose description is wrapped to the terminal, as argparse does, and whose
+    examples (an epilog starting `examples:`) are printed as they are written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def port(text: str) -> int:
+    """A TCP port to listen on, 1 to 65535 (a larger one would be taken modulo 65536)."""
+    number = int(_parsed(int, text))
+    if not 1 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1 to 65535, got {text}")
+    return number
+
+
+def at_least(kind: type[int] | type[float], least: float) -> Callable[[str], float]:
+    """A number of `kind`, `least` or more (0 where 0 turns a feature off, 1 for a count)."""
+
+    def parse(text: str) -> float:
+        number = _parsed(kind, text)
+        if not number >= least:  # NaN is not at least anything
+            raise argparse.ArgumentTypeError(f"expected {least} or more, got {text}")
+        return number
+
+    return parse
+
+
+def above(kind: type[int] | type[float], bound: float) -> Callable[[str], float]:
+    """A number of `kind` greater than `bound` (a time that must not be 0)."""
+
+    def parse(text: str) -> float:
+        number = _parsed(kind, text)
+        if not number > bound:  # NaN is not above anything
+            raise argparse.ArgumentTypeError(f"expected more than {bound}, got {text}")
+        return number
+
+    return parse
+
+
+def _parsed(kind: type[int] | type[float], text: str) -> int | float:
+    try:
+        return kind(text)
+    except ValueError:
+        noun = "a whole number" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
 
 
 def add_s3_endpoint(command: argparse.ArgumentParser) -> None:

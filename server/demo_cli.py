@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cachegql.server.cli_flags import at_least
+
 __all__ = ["add_demo_command"]
 
 
@@ -22,20 +24,34 @@ def add_demo_command(commands: Any) -> None:
         "stack, a spec manifest per binary), a v2 mirror per stack in DIR/stacks, and a "
         "listing of them in DIR/cache_spack_io_index.json. Same options, same bytes.",
     )
-    demo.add_argument("--out", required=True, type=Path, metavar="DIR")
-    demo.add_argument("--specs", type=int, default=5000)
-    demo.add_argument("--packages", type=int, default=200)
+    demo.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write into")
+    demo.add_argument(
+        "--specs", type=at_least(int, 1), default=5000, metavar="N", help="specs (default 5000)"
+    )
+    demo.add_argument(
+        "--packages",
+        type=at_least(int, 1),
+        default=200,
+        metavar="N",
+        help="packages they belong to (default 200)",
+    )
     demo.add_argument(
         "--tags",
         default="develop,v0.23.0",
         help="comma-separated tag names (pages; a mirror has the first)",
     )
-    demo.add_argument("--seed", type=int, default=1)
+    demo.add_argument(
+        "--seed", type=int, default=1, help="random seed: the same seed, the same bytes (default 1)"
+    )
     demo.add_argument(
         "--mirror", action="store_true", help="write a Spack build cache instead of pages"
     )
     demo.add_argument(
-        "--stacks", type=int, default=10, help="stacks of the build cache besides root"
+        "--stacks",
+        type=at_least(int, 0),
+        default=10,
+        metavar="N",
+        help="stacks of the build cache besides root (default 10)",
     )
     demo.add_argument(
         "--push-to",

@@ -5,8 +5,10 @@ its router (a regular expression per route, scope copies) before the route's app
 a tenth of the CPU of a cached answer. A GET or POST of /graphql, the requests that
 matter, skips them here: it goes through the same middleware as any request (request id,
 metrics, access record, CORS, gzip: the app's own list, built once more around the
-GraphQL route), with the scope keys the router would have set. Anything else (other
-paths, other methods, CORS preflights, the lifespan) goes to starlette as before.
+GraphQL route), with the scope keys the router would have set; so do its other methods
+but HEAD (a CORS preflight is answered by that middleware, any other method by the
+endpoint: a 405 GraphQL error). Anything else (other paths, HEAD, the lifespan) goes to
+starlette as before.
 
 POSTs, the most usual of all, go on to `fast_post`, which answers the usual ones in one
 flat pass and hands the rest to that same stack.
@@ -26,12 +28,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["GraphQLFirst", "front_door"]
 
-_METHODS = frozenset({"GET", "POST"})
-
 
 class GraphQLFirst:
-    """Pure ASGI: GET and POST of `route`'s path to `graphql` (POST to `post` if given),
-    the rest to `rest`."""
+    """Pure ASGI: requests of `route`'s path to `graphql` (POST to `post` if given), but
+    HEAD; the rest to `rest`."""
 
     def __init__(
         self,
@@ -49,7 +49,7 @@ class GraphQLFirst:
         self.path = route.path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == self.path and scope["method"] in _METHODS:
+        if scope["type"] == "http" and scope["path"] == self.path and scope["method"] != "HEAD":
             scope["app"] = self.app
             scope["route"] = self.route
             scope["endpoint"] = self.route.endpoint

@@ -87,11 +87,12 @@ class GraphQLEndpoint:
 
     async def answer(self, request: Request) -> Response:
         info = request_info(request.scope)
-        if request.method == "GET" and _wants_page(request):
+        method = "GET" if request.method == "HEAD" else request.method  # uvicorn drops its body
+        if method == "GET" and _wants_page(request):
             return HTMLResponse(playground.page())
         media = negotiate(request.headers.get("accept", ""))
         reply = await self._reply(
-            request.method, request.scope["query_string"], media, info, lambda: _params(request)
+            method, request.scope["query_string"], media, info, lambda: _params(request)
         )
         return Response(
             reply.body,
@@ -124,6 +125,8 @@ class GraphQLEndpoint:
         params: Callable[[], Awaitable[Params]],
     ) -> _Reply:
         try:
+            if method not in ("GET", "POST"):
+                raise BadRequestError(405, f"/graphql answers GET and POST, not {method}")
             if media is None:
                 raise BadRequestError(
                     406, f"this endpoint answers {GRAPHQL_RESPONSE} or {JSON}: accept one of them"
@@ -239,7 +242,7 @@ def _wants_page(request: Request) -> bool:
 
 
 async def _params(request: Request) -> Params:
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):
         raw: dict[str, Any] = dict(request.query_params)
         for key in ("variables", "extensions"):
             if raw.get(key):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cachegql.server.cli_flags import add_s3_endpoint
+from cachegql.server.cli_flags import ExamplesHelp, add_s3_endpoint
 from cachegql.server.interrupts import Terminated, stop_signals_raise, stopped
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ examples:
   cachegql index mirror/ --tag develop --out ./ix         a local mirror (v2 or v3)
   cachegql index https://binaries.spack.io/develop --tag develop --out ./ix
   cachegql index cache_spack_io_index.json --out ./ix     a listing: tags and stacks
-  cachegql index https://binaries.spack.io/cache_spack_io_index.json --out ./ix
+  cachegql index https://binaries.spack.io/cache_spack_io_index.json --out ./ix \\
     --map-url s3://spack-binaries/=https://binaries.spack.io/   its s3:// stacks read over https
   cachegql index oci://ghcr.io/spack/github-actions-buildcache --tag develop --out ./ix
   cachegql index s3://spack-binaries/develop --tag develop --out ./ix
@@ -43,9 +43,10 @@ def add_index_command(commands: Any) -> None:
         "(files, or folders searched recursively), a Spack build-cache index file (index.json, "
         "database versions 5 to 9), a spec file, a mirror root (layout v3, or v2 with or "
         "without an index), or a listing of build caches by tag and stack (binaries.spack.io's "
-        "cache_spack_io_index.json).",
+        "cache_spack_io_index.json). Exit status: 0 published, 1 nothing published (the "
+        "error says why), 2 bad arguments.",
         epilog=INDEX_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=ExamplesHelp,
     )
     index.add_argument(
         "sources",

@@ -30,6 +30,10 @@ other workers would take them (Linux 5.14 and later hand them to the others with
 Linux only (where `SO_REUSEPORT` spreads TCP connections); elsewhere, with one worker, or
 with `cachegql serve --shared-socket`, the workers share uvicorn's one socket.
 
+Whatever the workers, the address is bound before anything says the server listens: one
+already in use is said as such (`CannotListenError`), not after a line giving the URL, and
+`on_listening` is called only once it is held.
+
 Either way, a worker that cannot start (it exits with uvicorn's `STARTUP_FAILURE`: its
 index cannot be loaded, its socket cannot be bound) stops uvicorn's supervisor, which the
 next would fail as well; the supervisor then returns as if asked to stop, and `run`
@@ -38,10 +42,12 @@ raises `WorkerStartError`, so that the server's exit says it failed.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -64,22 +70,40 @@ class WorkerStartError(Exception):
     """A worker could not start (its own error is logged before): the server stopped."""
 
 
-def run(app: Any, *, socket_per_worker: bool = True, **options: Any) -> None:
+def run(
+    app: Any,
+    *,
+    socket_per_worker: bool = True,
+    on_listening: Callable[[], None] = lambda: None,
+    **options: Any,
+) -> None:
     """`uvicorn.run(app, **options)`, where several workers on a host and port each listen
     on a socket of its own if the system can (`SOCKET_PER_WORKER`) and `socket_per_worker`
     asks for it. Several workers import the app: it is then an import string (TypeError
     otherwise). CannotListenError when the address cannot be held, WorkerStartError when
     a worker could not start."""
-    others = ("uds", "fd", "reload")  # ways of listening uvicorn has, left to it
-    several = (options.get("workers") or 1) > 1 and not any(options.get(o) for o in others)
-    if not several:
+    if any(options.get(o) for o in ("uds", "fd", "reload")):  # uvicorn's own ways, left to it
+        on_listening()
         uvicorn.run(app, **options)
         return
-    if not isinstance(app, str):
+    if (options.get("workers") or 1) > 1 and not isinstance(app, str):
         raise TypeError("several workers import the app: give it as 'module:attribute'")
     config = uvicorn.Config(app, **options)
+    if config.workers <= 1:
+        with _plain_socket(config.host, config.port) as listening:
+            _logger.info("listening on http://%s", _shown(listening.getsockname()))
+            on_listening()
+            _serve_one(config, listening)
+        return
     if not (socket_per_worker and SOCKET_PER_WORKER):
-        _supervise(config, config.bind_socket())  # as `uvicorn.run` does
+        with _plain_socket(config.host, config.port) as listening:
+            _logger.info(
+                "listening on http://%s, %d workers sharing its socket",
+                _shown(listening.getsockname()),
+                config.workers,
+            )
+            on_listening()
+            _supervise(config, listening)
         return
     with hold_port(config.host, config.port) as held:
         _logger.info(
@@ -87,7 +111,17 @@ def run(app: Any, *, socket_per_worker: bool = True, **options: Any) -> None:
             _shown(held.getsockname()),
             config.workers,
         )
+        on_listening()
         _supervise(config, held)
+
+
+def _serve_one(config: uvicorn.Config, listening: socket.socket) -> None:
+    """What `uvicorn.run` does with one worker, on a socket already bound."""
+    server = uvicorn.Server(config)
+    with contextlib.suppress(KeyboardInterrupt):  # a stop, as `uvicorn.run` takes it
+        server.run(sockets=[listening])
+    if not server.started:  # its app's start failed (its error is logged)
+        sys.exit(STARTUP_FAILURE)
 
 
 def _supervise(config: uvicorn.Config, listening: socket.socket) -> None:
@@ -136,6 +170,21 @@ def hold_port(host: str, port: int) -> socket.socket:
     except OSError as exc:
         raise CannotListenError(f"cannot listen on {_shown((host, port))}: {exc}") from None
     return held
+
+
+def _plain_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to (`host`, `port`) as uvicorn binds its own (`SO_REUSEADDR`), for
+    one process or workers sharing it; CannotListenError when it cannot be."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise CannotListenError(f"cannot listen on {_shown((host, port))}: {exc}") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 class _HeldPort(socket.socket):

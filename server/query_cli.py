@@ -22,7 +22,7 @@ def add_query_command(commands: Any) -> None:
         "query",
         help="list specs matching a Spack spec, like 'spack buildcache list -l'",
         description="Print the specs matching a Spack spec string (e.g. 'hdf5@1.14: +mpi "
-        "%%gcc@13 target=aarch64'), one a line: short hash, then the spec. Same engine as "
+        "%gcc@13 target=aarch64'), one a line: short hash, then the spec. Same engine as "
         "the API's specs(query:).",
     )
     query.add_argument("spec", metavar="SPEC", help="spec string; quote it in the shell")

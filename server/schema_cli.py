@@ -12,7 +12,13 @@ __all__ = ["add_schema_command"]
 
 def add_schema_command(commands: Any) -> None:
     """Register `schema` on the `cachegql` subcommands."""
-    schema = commands.add_parser("schema", help="print the GraphQL schema (SDL)")
+    schema = commands.add_parser(
+        "schema",
+        help="print the GraphQL schema (SDL)",
+        description="Print the API's GraphQL schema (SDL) on stdout, as clients and code "
+        "generators read it; --check compares it with a file (CI keeps schema/schema.graphql "
+        "up to date so).",
+    )
     schema.add_argument(
         "--check", type=Path, metavar="FILE", help="exit 1 if FILE differs from the schema"
     )

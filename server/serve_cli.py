@@ -6,11 +6,12 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cachegql.server.cli_flags import add_s3_endpoint
+from cachegql.server.cli_flags import above, add_s3_endpoint, at_least, port
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -18,13 +19,18 @@ if TYPE_CHECKING:
 __all__ = ["add_serve_command"]
 
 # The limits of `serve`: each a field of `Settings`, which holds its default.
-_LIMIT_FLAGS: tuple[tuple[str, type, str, str], ...] = (
-    ("max_cost", int, "N", "the price a query may have; above it, QUERY_TOO_COMPLEX"),
-    ("time_budget", float, "SECONDS", "how long a query may run before it is stopped"),
-    ("threads", int, "N", "threads per worker for queries that read the index at length"),
-    ("max_body_bytes", int, "BYTES", "the largest request body or GET query string"),
-    ("read_timeout", float, "SECONDS", "how long a request's head, then its body, may take"),
-    ("max_requests", int, "N", "GraphQL requests in progress per worker; beyond, 503"),
+_LIMIT_FLAGS: tuple[tuple[str, Callable[[str], float], str, str], ...] = (
+    ("max_cost", at_least(int, 1), "N", "the price a query may have; above it, QUERY_TOO_COMPLEX"),
+    ("time_budget", above(float, 0), "SECONDS", "how long a query may run before it is stopped"),
+    ("threads", at_least(int, 1), "N", "threads per worker for queries that read at length"),
+    ("max_body_bytes", at_least(int, 1), "BYTES", "the largest request body or GET query"),
+    ("read_timeout", above(float, 0), "SECONDS", "how long a request's head, then body, may take"),
+    (
+        "max_requests",
+        at_least(int, 0),
+        "N",
+        "GraphQL requests in progress per worker; beyond, 503; 0: no bound",
+    ),
 )
 
 
@@ -62,9 +68,11 @@ def add_serve_command(commands: Any) -> None:
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
-    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--port", type=port, default=8000, help="port (default 8000)")
     serve.add_argument("--default-tag", metavar="TAG", help="tag used when a query names none")
-    serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    serve.add_argument(
+        "--workers", type=at_least(int, 1), default=1, help="worker processes (default 1)"
+    )
     serve.add_argument(
         "--shared-socket",
         action="store_true",
@@ -74,7 +82,7 @@ def add_serve_command(commands: Any) -> None:
     )
     serve.add_argument(
         "--max-first",
-        type=int,
+        type=at_least(int, 1),
         metavar="N",
         help="cap on 'first', the page size of connections (default: the API's, 100)",
     )
@@ -109,7 +117,7 @@ def add_serve_command(commands: Any) -> None:
     )
     serve.add_argument(
         "--cache-max-age",
-        type=int,
+        type=at_least(int, 0),
         default=60,
         metavar="SECONDS",
         help="Cache-Control max-age of GET answers, for browsers and CDNs (default 60; "
@@ -117,21 +125,21 @@ def add_serve_command(commands: Any) -> None:
     )
     serve.add_argument(
         "--gzip-min-bytes",
-        type=int,
+        type=at_least(int, 0),
         default=1024,
         metavar="BYTES",
         help="gzip answers at least this long when the client accepts it (default 1024; 0: never)",
     )
     serve.add_argument(
         "--persisted-queries",
-        type=int,
+        type=at_least(int, 0),
         default=10_000,
         metavar="N",
         help="automatic persisted queries remembered per worker (default 10000)",
     )
     serve.add_argument(
         "--response-cache-mb",
-        type=float,
+        type=at_least(float, 0),
         default=64.0,
         metavar="MB",
         help="memory for repeated identical requests' answers, per worker; 0 turns it off "
@@ -139,7 +147,7 @@ def add_serve_command(commands: Any) -> None:
     )
     serve.add_argument(
         "--reload-interval",
-        type=float,
+        type=at_least(float, 0),
         default=2.0,
         metavar="SECONDS",
         help="how often to look for a newly published index; 0 turns it off (default 2)",
@@ -204,7 +212,10 @@ def _serve(args: argparse.Namespace) -> int:
         },
     )
     os.environ.update(settings.to_env())
-    print(f"GraphiQL and the API: http://{args.host}:{args.port}/graphql", file=sys.stderr)
+
+    def say_where() -> None:
+        print(f"GraphiQL and the API: http://{args.host}:{args.port}/graphql", file=sys.stderr)
+
     from cachegql.server.metrics import multiprocess_folder
 
     # Several workers share their counters through a folder (prometheus-client's
@@ -227,6 +238,7 @@ def _serve(args: argparse.Namespace) -> int:
             run(
                 served,
                 socket_per_worker=not args.shared_socket,
+                on_listening=say_where,
                 factory=args.workers > 1,
                 host=args.host,
                 port=args.port,
@@ -237,7 +249,7 @@ def _serve(args: argparse.Namespace) -> int:
                 access_log=False,  # the app logs each request itself (server/access_log.py)
             )
         except (CannotListenError, WorkerStartError) as exc:
-            # The exit status uvicorn gives when it cannot bind (one worker, a shared socket).
+            # The exit status uvicorn gives when it cannot bind.
             print(f"error: {exc}", file=sys.stderr)
             return STARTUP_FAILURE
     return 0

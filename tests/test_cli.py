@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import re
 import subprocess
@@ -20,10 +21,10 @@ from tests.page_factory import page_text, spec, write_page
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = re.compile(
-    r"^indexed (\d+) pages, (\d+) specs, (\d+) tags, (\d+) problems in (\d+\.\d) s, "
+    r"^indexed (\d+) pages?, (\d+) specs?, (\d+) tags?, (\d+) problems? in (\d+\.\d) s, "
     r"peak RSS (\d+) MB -> (.+)$"
 )
-SUBCOMMANDS = ["index", "serve", "demo-data", "schema"]
+SUBCOMMANDS = ["index", "serve", "demo-data", "query", "check", "schema"]
 
 
 def cachegql(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -159,10 +160,62 @@ def test_index_refuses_plain_folder_at_out(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)
 def test_subcommand_help(command: str) -> None:
-    """`cachegql COMMAND --help` exits 0 with a usage line naming the command."""
+    """`cachegql COMMAND --help` exits 0 with a usage line naming the command, a
+    description wrapped to the terminal (80 columns here), and help for every option."""
     result = cachegql(command, "--help")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"usage: cachegql {command}")
+    description = result.stdout.split("\n\n")[1]
+    assert not description.startswith(("positional arguments:", "options:")), "no description"
+    assert max(map(len, description.splitlines())) <= 80, description
+    assert "%%" not in result.stdout  # argparse's escape, printed where it is not applied
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_option_has_help(command: str) -> None:
+    from cachegql.server.cli import _parser
+
+    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    bare = [a.dest for a in commands.choices[command]._actions if not a.help]
+    assert not bare, f"options of {command} without help: {bare}"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--port", "99999"], "argument --port: a port is 1 to 65535, got 99999"),
+        (["--port", "-5"], "argument --port: a port is 1 to 65535, got -5"),
+        (["--port", "http"], "argument --port: expected a whole number, got 'http'"),
+        (["--workers", "0"], "argument --workers: expected 1 or more, got 0"),
+        (["--max-first", "-1"], "argument --max-first: expected 1 or more, got -1"),
+        (["--threads", "0"], "argument --threads: expected 1 or more, got 0"),
+        (["--time-budget", "0"], "argument --time-budget: expected more than 0, got 0"),
+        (["--read-timeout", "nan"], "argument --read-timeout: expected more than 0, got nan"),
+        (["--response-cache-mb", "-1"], "argument --response-cache-mb: expected 0 or more"),
+        (["--reload-interval", "nan"], "argument --reload-interval: expected 0 or more"),
+        (["--max-requests", "-1"], "argument --max-requests: expected 0 or more, got -1"),
+        (["--cache-max-age", "1.5"], "argument --cache-max-age: expected a whole number"),
+    ],
+)
+def test_serve_refuses_numbers_it_cannot_use(args: list[str], said: str) -> None:
+    """Before anything starts: a port past 65535 was taken modulo 65536, 0 threads hung
+    every query, a negative page size or budget was taken as given."""
+    result = cachegql("serve", *args)
+    assert result.returncode == 2
+    assert said in result.stderr
+    assert "GraphiQL" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_index_of_a_folder_without_sources_names_it_and_what_it_takes(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = cachegql("index", empty, "--out", tmp_path / "ix")
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"error: no specs found in {empty} (0 pages and 0 build caches read): a source is "
+        "a folder of cache.spack.io pages"
+    )
+    assert "nothing was published" in result.stderr
 
 
 def test_top_level_help_lists_subcommands() -> None:

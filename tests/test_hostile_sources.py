@@ -397,7 +397,7 @@ def test_unreadable_folder_and_file_are_problems_and_the_rest_loads(
         "skipped with everything in it",
         "problem: src/sealed.md: cannot read file: Permission denied",
     ]
-    assert f"indexed 1 pages, {SPECS} specs" in run.stdout
+    assert f"indexed 1 page, {SPECS} specs" in run.stdout
     assert strict.returncode == 1
     assert strict.stderr.startswith("error (--strict): src/locked: cannot read folder")
 

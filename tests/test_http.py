@@ -166,7 +166,21 @@ def test_get_cannot_mutate_and_other_methods_are_refused(http: httpx.Client) -> 
     response = http.get("/graphql", params={"query": "mutation { x }"})
     assert response.status_code == 405 and response.headers["allow"] == "GET, POST"
     assert _code(response) == "BAD_USER_INPUT"
-    assert http.put("/graphql", content=b"{}").status_code == 405
+    for method in ("PUT", "DELETE", "PATCH", "OPTIONS"):
+        # Every error of /graphql is a GraphQL error (docs/serving/http.md), these too.
+        refused = http.request(method, "/graphql", content=b'{"query": "{ tags { name } }"}')
+        assert refused.status_code == 405 and refused.headers["allow"] == "GET, POST", method
+        assert _code(refused) == "BAD_USER_INPUT"
+        assert f"not {method}" in refused.json()["errors"][0]["message"]
+
+
+def test_head_is_answered_as_get_without_a_body(http: httpx.Client) -> None:
+    params = {"query": "{ tags { name } }"}
+    got, head = http.get("/graphql", params=params), http.head("/graphql", params=params)
+    assert head.status_code == got.status_code == 200 and head.content == b""
+    assert head.headers["etag"] == got.headers["etag"]
+    page = http.head("/graphql", headers={"accept": "text/html"})
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
 
 
 def test_automatic_persisted_queries(http: httpx.Client) -> None:

@@ -218,17 +218,27 @@ def test_two_workers_and_the_connections_they_hold(
         assert f"listening on {url}, 2 workers with a socket each" in log.read_text()
 
 
-def test_an_address_in_use_is_said_and_the_command_fails(pages_ix: Path) -> None:
+@pytest.mark.parametrize(
+    "workers",
+    [["--workers", "2"], ["--workers", "2", "--shared-socket"], []],
+    ids=["socket-per-worker", "shared-socket", "one-worker"],
+)
+def test_an_address_in_use_is_said_and_the_command_fails(
+    pages_ix: Path, workers: list[str]
+) -> None:
+    """Said before anything claims the server listens (one worker said its URL, then
+    uvicorn's own error, after its app had started)."""
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))
         other.listen()
         port = other.getsockname()[1]
-        command = [CLI, "serve", "--index", str(pages_ix), "--workers", "2", "--port", str(port)]
+        command = [CLI, "serve", "--index", str(pages_ix), "--port", str(port), *workers]
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 3, done.stderr  # as uvicorn's own, with a shared socket
+    assert done.returncode == 3, done.stderr  # uvicorn's status for a start that failed
     assert f"error: cannot listen on 127.0.0.1:{port}: [Errno 98] Address already in use" in (
         done.stderr
     )
+    assert "GraphiQL and the API" not in done.stderr and "startup complete" not in done.stderr
     assert "Traceback" not in done.stderr
 
 

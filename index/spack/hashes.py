@@ -49,7 +49,7 @@ def normalize_prefix(text: str) -> str:
         )
         raise CriteriaError(
             f"{char!r} (position {position} of {shorten(text)}) is not a hash character: "
-            "hashes use lowercase base32, the letters a-z and the digits 2-7"
+            "hashes use base32, the letters a-z (in either case) and the digits 2-7"
         )
     return prefix
 
