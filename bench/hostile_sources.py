@@ -495,7 +495,7 @@ class Result:
 
 
 _CASES_BY_NAME = {case.name: case for case in CASES}
-_SPECS = re.compile(r"(\d[\d,]*) specs")
+_SPECS = re.compile(r"(\d[\d,]*) specs?\b")
 
 
 def run_case(

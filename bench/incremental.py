@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / "work"
 TAGS = ("develop", "v0.22", "v0.23")
 _CLOSING = re.compile(
-    r"peak RSS (\d+) MB(?: \(and \d+ MB in a manifest reader\))?(?:, reused (\d+) of (\d+) tags)?"
+    r"peak RSS (\d+) MB(?: \(and \d+ MB in a manifest reader\))?(?:, reused (\d+) of (\d+) tags?)?"
 )
 
 

@@ -75,7 +75,7 @@ class BuildReport:
             if count
         ]
         parts = f" and {' and '.join(taken)} as read before" if taken else ""
-        return f", reused {len(self.reused)} of {len(self.tags)} tags{names}{parts}"
+        return f", reused {len(self.reused)} of {counted(len(self.tags), 'tag')}{names}{parts}"
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:

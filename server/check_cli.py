@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cachegql.server.cli_flags import ExamplesHelp
+from cachegql.server.cli_flags import ExamplesHelp, at_least
 
 __all__ = ["add_check_command"]
 
@@ -46,7 +46,11 @@ def add_check_command(commands: Any) -> None:
     )
     check.add_argument("--tag", help="tag to ask (default: the index's default tag)")
     check.add_argument(
-        "--nearest", type=int, default=3, metavar="N", help="nearest binaries per miss (3)"
+        "--nearest",
+        type=at_least(int, 0),
+        default=3,
+        metavar="N",
+        help="nearest binaries per miss (3)",
     )
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
     check.set_defaults(run=_check)

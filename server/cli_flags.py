@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 __all__ = ["ExamplesHelp", "above", "add_s3_endpoint", "at_least", "port"]
@@ -31,7 +32,7 @@ def at_least(kind: type[int] | type[float], least: float) -> Callable[[str], flo
 
     def parse(text: str) -> float:
         number = _parsed(kind, text)
-        if not number >= least:  # NaN is not at least anything
+        if number < least:
             raise argparse.ArgumentTypeError(f"expected {least} or more, got {text}")
         return number
 
@@ -43,7 +44,7 @@ def above(kind: type[int] | type[float], bound: float) -> Callable[[str], float]
 
     def parse(text: str) -> float:
         number = _parsed(kind, text)
-        if not number > bound:  # NaN is not above anything
+        if number <= bound:
             raise argparse.ArgumentTypeError(f"expected more than {bound}, got {text}")
         return number
 
@@ -51,11 +52,14 @@ def above(kind: type[int] | type[float], bound: float) -> Callable[[str], float]
 
 
 def _parsed(kind: type[int] | type[float], text: str) -> int | float:
+    noun = "a whole number" if kind is int else "a finite number"
     try:
-        return kind(text)
+        number = kind(text)
     except ValueError:
-        noun = "a whole number" if kind is int else "a number"
         raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+    if not math.isfinite(number):  # inf would pass "at least", then overflow later
+        raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}")
+    return number
 
 
 def add_s3_endpoint(command: argparse.ArgumentParser) -> None:

@@ -146,7 +146,7 @@ class GraphQLEndpoint:
                 ),
                 status,
                 media or JSON,
-                [("Allow", "GET, POST")] if exc.status == 405 else [],
+                [("Allow", "GET, HEAD, POST")] if exc.status == 405 else [],
             )
 
     def _query(self, params: Params, info: RequestInfo) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cachegql.server.cli_flags import ExamplesHelp, add_s3_endpoint
+from cachegql.server.cli_flags import ExamplesHelp, above, add_s3_endpoint, at_least
 from cachegql.server.interrupts import Terminated, stop_signals_raise, stopped
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def add_index_command(commands: Any) -> None:
         "database versions 5 to 9), a spec file, a mirror root (layout v3, or v2 with or "
         "without an index), or a listing of build caches by tag and stack (binaries.spack.io's "
         "cache_spack_io_index.json). Exit status: 0 published, 1 nothing published (the "
-        "error says why), 2 bad arguments.",
+        "error says why), 2 bad arguments, 128 + N stopped by signal N.",
         epilog=INDEX_EXAMPLES,
         formatter_class=ExamplesHelp,
     )
@@ -71,7 +71,7 @@ def add_index_command(commands: Any) -> None:
     )
     index.add_argument(
         "--timeout",
-        type=float,
+        type=above(float, 0),
         default=30.0,
         metavar="SECONDS",
         help="for URLs: seconds to wait for a connection or for data (default 30); "
@@ -99,7 +99,7 @@ def add_index_command(commands: Any) -> None:
     )
     index.add_argument(
         "--lock-timeout",
-        type=float,
+        type=at_least(float, 0),
         default=600.0,
         metavar="SECONDS",
         help="one build of --out runs at a time: how long to wait for another to end before "

@@ -30,9 +30,12 @@ other workers would take them (Linux 5.14 and later hand them to the others with
 Linux only (where `SO_REUSEPORT` spreads TCP connections); elsewhere, with one worker, or
 with `cachegql serve --shared-socket`, the workers share uvicorn's one socket.
 
-Whatever the workers, the address is bound before anything says the server listens: one
+Whatever the workers, the address is held before anything says the server listens: one
 already in use is said as such (`CannotListenError`), not after a line giving the URL, and
-`on_listening` is called only once it is held.
+`on_listening` is called only once it is held (with uvicorn's other ways of listening, a
+file descriptor or a Unix socket, before uvicorn starts). One worker, or workers sharing a
+socket, listen on it at once; `--host` is bound as given, a name to its first IPv4
+address and an address with a `:` as IPv6, as the workers with a socket each are.
 
 Either way, a worker that cannot start (it exits with uvicorn's `STARTUP_FAILURE`: its
 index cannot be loaded, its socket cannot be bound) stops uvicorn's supervisor, which the
@@ -90,13 +93,13 @@ def run(
         raise TypeError("several workers import the app: give it as 'module:attribute'")
     config = uvicorn.Config(app, **options)
     if config.workers <= 1:
-        with _plain_socket(config.host, config.port) as listening:
+        with _plain_socket(config.host, config.port, config.backlog) as listening:
             _logger.info("listening on http://%s", _shown(listening.getsockname()))
             on_listening()
             _serve_one(config, listening)
         return
     if not (socket_per_worker and SOCKET_PER_WORKER):
-        with _plain_socket(config.host, config.port) as listening:
+        with _plain_socket(config.host, config.port, config.backlog) as listening:
             _logger.info(
                 "listening on http://%s, %d workers sharing its socket",
                 _shown(listening.getsockname()),
@@ -172,14 +175,17 @@ def hold_port(host: str, port: int) -> socket.socket:
     return held
 
 
-def _plain_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to (`host`, `port`) as uvicorn binds its own (`SO_REUSEADDR`), for
-    one process or workers sharing it; CannotListenError when it cannot be."""
+def _plain_socket(host: str, port: int, backlog: int) -> socket.socket:
+    """A socket listening on (`host`, `port`), bound as uvicorn binds its own
+    (`SO_REUSEADDR`), for one process or workers sharing it; CannotListenError when it
+    cannot be. Listening at once: a socket merely bound shares its port with another such
+    one, and whichever listened second would fail later, once the URL had been said."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        sock.listen(backlog)
     except OSError as exc:
         sock.close()
         raise CannotListenError(f"cannot listen on {_shown((host, port))}: {exc}") from None

@@ -76,13 +76,15 @@ class ResponseCache:
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
+        # A HEAD is a GET whose body uvicorn does not send: it may use a GET's answer.
+        method = "GET" if scope["method"] == "HEAD" else scope["method"]
+        if scope["type"] != "http" or method not in ("GET", "POST"):
             await self.app(scope, receive, send)
             return
-        if scope["method"] == "POST" and self.max_bytes <= 0:  # nothing to look up or keep
+        if method == "POST" and self.max_bytes <= 0:  # nothing to look up or keep
             await self.app(scope, receive, send)
             return
-        if scope["method"] == "GET" and not scope["query_string"]:  # the playground page
+        if method == "GET" and not scope["query_string"]:  # the playground page
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
@@ -91,7 +93,7 @@ class ResponseCache:
             await self.app(scope, receive, send)
             return
         build_id = self.build_id()
-        if scope["method"] == "GET":
+        if method == "GET":
             tag = etag(build_id, media, scope["query_string"])
             if matches(headers.get("if-none-match", ""), tag):
                 await _not_modified(send, tag, self.max_age)

@@ -866,10 +866,12 @@ def test_ambiguous_prefix_caps_candidates_at_ten(bulk: tuple[GraphQLClient, Expe
     assert (total, hashes) == (BULK_SHARED_COUNT, want)
 
 
-@pytest.mark.parametrize("char", ["1", "8", "9", "0", "!", "-", "é", "İ"])
+@pytest.mark.parametrize("char", ["1", "8", "9", "0", "!", "-", "é", "İ", "\u212a"])
 def test_non_base32_character_is_named(gql: GraphQLClient, char: str) -> None:
-    """By its position in the text as sent (a letter may lower to two: "İ")."""
-    for text, position in ((f"22x{char}", 4), (f"/{char}", 1), (f"abc{char}def", 4)):
+    """By its position in the text as sent (a letter may lower to two: "İ"; the Kelvin
+    sign lowers to an ASCII "k")."""
+    cases = ((f"22x{char}", 4), (f"/{char}", 2), (f"abc{char}def", 4), (f" /ab{char}", 5))
+    for text, position in cases:
         error = gql.error("query($h: String!) { spec(hash: $h) { hash } }", h=text)
         assert error["extensions"]["code"] == "BAD_USER_INPUT", text
         assert_names_character(error["message"], char)

@@ -61,7 +61,7 @@ def test_a_large_answer_is_gzipped_through_the_front_door(client: httpx.Client) 
 
 def test_other_methods_are_graphql_errors_other_paths_starlettes(client: httpx.Client) -> None:
     refused = client.put("/graphql", json=QUERY, headers={"origin": ORIGIN})
-    assert refused.status_code == 405 and refused.headers["allow"] == "GET, POST"
+    assert refused.status_code == 405 and refused.headers["allow"] == "GET, HEAD, POST"
     assert refused.json()["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
     assert refused.headers["access-control-allow-origin"] == ORIGIN  # through the stack
     assert client.get("/graphql/").status_code in (200, 307)  # the router's slash redirect

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,12 +165,12 @@ def test_get_answers_with_errors_are_not_cached(http: httpx.Client) -> None:
 
 def test_get_cannot_mutate_and_other_methods_are_refused(http: httpx.Client) -> None:
     response = http.get("/graphql", params={"query": "mutation { x }"})
-    assert response.status_code == 405 and response.headers["allow"] == "GET, POST"
+    assert response.status_code == 405 and response.headers["allow"] == "GET, HEAD, POST"
     assert _code(response) == "BAD_USER_INPUT"
     for method in ("PUT", "DELETE", "PATCH", "OPTIONS"):
         # Every error of /graphql is a GraphQL error (docs/serving/http.md), these too.
         refused = http.request(method, "/graphql", content=b'{"query": "{ tags { name } }"}')
-        assert refused.status_code == 405 and refused.headers["allow"] == "GET, POST", method
+        assert refused.status_code == 405 and refused.headers["allow"] == "GET, HEAD, POST", method
         assert _code(refused) == "BAD_USER_INPUT"
         assert f"not {method}" in refused.json()["errors"][0]["message"]
 
@@ -177,10 +178,24 @@ def test_get_cannot_mutate_and_other_methods_are_refused(http: httpx.Client) -> 
 def test_head_is_answered_as_get_without_a_body(http: httpx.Client) -> None:
     params = {"query": "{ tags { name } }"}
     got, head = http.get("/graphql", params=params), http.head("/graphql", params=params)
-    assert head.status_code == got.status_code == 200 and head.content == b""
+    assert head.status_code == got.status_code == 200
     assert head.headers["etag"] == got.headers["etag"]
+    assert head.headers["content-length"] == got.headers["content-length"]
+    same = http.head("/graphql", params=params, headers={"if-none-match": got.headers["etag"]})
+    assert same.status_code == 304  # as the GET's validation
     page = http.head("/graphql", headers={"accept": "text/html"})
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    # On the wire: the answer's head, and nothing after it (httpx reads no HEAD body).
+    url = http.base_url
+    with socket.create_connection((url.host, url.port), timeout=10) as raw:
+        raw.sendall(
+            b"HEAD /graphql?query=%7Btags%7Bname%7D%7D HTTP/1.1\r\nhost: x\r\n"
+            b"connection: close\r\n\r\n"
+        )
+        sent = b"".join(iter(lambda: raw.recv(65536), b""))
+    status, _, rest = sent.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 200") and b"content-length: " in status.lower()
+    assert rest == b""
 
 
 def test_automatic_persisted_queries(http: httpx.Client) -> None:

@@ -36,16 +36,21 @@ def is_hash(text: str) -> bool:
 
 def normalize_prefix(text: str) -> str:
     """Lower-case a hash prefix (a leading `/` is allowed); reject non-base32 characters."""
-    given = text.strip().removeprefix("/")
+    stripped = text.strip()
+    given = stripped.removeprefix("/")
     if not given:
         raise CriteriaError("a hash prefix needs at least one character")
     if len(given) > HASH_LENGTH:
         raise CriteriaError(f"a hash has {HASH_LENGTH} characters; {shorten(text)} is longer")
     prefix = given.lower()
-    if not HASH_ALPHABET.issuperset(prefix):  # one test in C; the position only to report
-        # Found in the text as given: a letter may lower to two ("İ" to "i" and a dot).
+    # One test in C; the position only to report. ASCII first: "K" (Kelvin) lowers to "k".
+    if not (given.isascii() and HASH_ALPHABET.issuperset(prefix)):
+        # At its position in the text as sent; a letter may lower to two ("İ": "i" and a dot).
+        skipped = len(text) - len(text.lstrip()) + len(stripped) - len(given)
         position, char = next(
-            (i, c) for i, c in enumerate(given, start=1) if not HASH_ALPHABET.issuperset(c.lower())
+            (skipped + i, c)
+            for i, c in enumerate(given, start=1)
+            if not (c.isascii() and c.lower() in HASH_ALPHABET)
         )
         raise CriteriaError(
             f"{char!r} (position {position} of {shorten(text)}) is not a hash character: "
