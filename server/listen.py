@@ -27,8 +27,8 @@ check, keeps being given its share of new connections until the supervisor ends 
 and the connections waiting in its queue then are reset, where with a shared socket the
 other workers would take them (Linux 5.14 and later hand them to the others with
 `net.ipv4.tcp_migrate_req=1`); a worker merely slow keeps its queue until it is free.
-Linux only (where `SO_REUSEPORT` spreads TCP connections); elsewhere, with one worker, or
-with `cachegql serve --shared-socket`, the workers share uvicorn's one socket.
+Linux only (where `SO_REUSEPORT` spreads TCP connections); elsewhere, or with `cachegql
+serve --shared-socket`, the workers share one socket, as uvicorn's do.
 
 Whatever the workers, the address is held before anything says the server listens: one
 already in use is said as such (`CannotListenError`), not after a line giving the URL, and

@@ -77,7 +77,7 @@ class ResponseCache:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A HEAD is a GET whose body uvicorn does not send: it may use a GET's answer.
-        method = "GET" if scope["method"] == "HEAD" else scope["method"]
+        method = "GET" if scope.get("method") == "HEAD" else scope.get("method")
         if scope["type"] != "http" or method not in ("GET", "POST"):
             await self.app(scope, receive, send)
             return
