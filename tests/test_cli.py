@@ -200,8 +200,8 @@ def test_every_option_has_help(command: str) -> None:
     ],
 )
 def test_serve_refuses_numbers_it_cannot_use(args: list[str], said: str) -> None:
-    """Before anything starts: a port past 65535 was taken modulo 65536, 0 threads hung
-    every query, a negative page size or budget was taken as given."""
+    """Before anything starts: a port past 65535 was taken modulo 65536, with 0 threads a
+    query run in one waited out its budget, a negative page size or budget was taken."""
     result = cachegql("serve", *args)
     assert result.returncode == 2
     assert said in result.stderr
