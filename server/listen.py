@@ -92,21 +92,16 @@ def run(
     if (options.get("workers") or 1) > 1 and not isinstance(app, str):
         raise TypeError("several workers import the app: give it as 'module:attribute'")
     config = uvicorn.Config(app, **options)
-    if config.workers <= 1:
+    one = config.workers <= 1
+    if one or not (socket_per_worker and SOCKET_PER_WORKER):
         with _plain_socket(config.host, config.port, config.backlog) as listening:
-            _logger.info("listening on http://%s", _shown(listening.getsockname()))
+            shared = "" if one else f", {config.workers} workers sharing its socket"
+            _logger.info("listening on http://%s%s", _shown(listening.getsockname()), shared)
             on_listening()
-            _serve_one(config, listening)
-        return
-    if not (socket_per_worker and SOCKET_PER_WORKER):
-        with _plain_socket(config.host, config.port, config.backlog) as listening:
-            _logger.info(
-                "listening on http://%s, %d workers sharing its socket",
-                _shown(listening.getsockname()),
-                config.workers,
-            )
-            on_listening()
-            _supervise(config, listening)
+            if one:
+                _serve_one(config, listening)
+            else:
+                _supervise(config, listening)
         return
     with hold_port(config.host, config.port) as held:
         _logger.info(
@@ -146,7 +141,7 @@ def _supervise(config: uvicorn.Config, listening: socket.socket) -> None:
 def hold_port(host: str, port: int) -> socket.socket:
     """A socket bound to (`host`, `port`) that each worker it is sent to receives as a socket
     of its own on that address; CannotListenError when something listens there."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    family = _family(host)
     try:
         with socket.socket(family) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -171,8 +166,18 @@ def hold_port(host: str, port: int) -> socket.socket:
             held.close()
             raise
     except OSError as exc:
-        raise CannotListenError(f"cannot listen on {_shown((host, port))}: {exc}") from None
+        raise _cannot_listen(host, port, exc) from None
     return held
+
+
+def _family(host: str) -> socket.AddressFamily:
+    """The address family `--host` is bound in: IPv6 for an address with a `:`, else IPv4
+    (a name: its first IPv4 address)."""
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def _cannot_listen(host: str, port: int, exc: OSError) -> CannotListenError:
+    return CannotListenError(f"cannot listen on {_shown((host, port))}: {exc}")
 
 
 def _plain_socket(host: str, port: int, backlog: int) -> socket.socket:
@@ -180,15 +185,14 @@ def _plain_socket(host: str, port: int, backlog: int) -> socket.socket:
     (`SO_REUSEADDR`), for one process or workers sharing it; CannotListenError when it
     cannot be. Listening at once: a socket merely bound shares its port with another such
     one, and whichever listened second would fail later, once the URL had been said."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family)
+    sock = socket.socket(_family(host))
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         sock.listen(backlog)
     except OSError as exc:
         sock.close()
-        raise CannotListenError(f"cannot listen on {_shown((host, port))}: {exc}") from None
+        raise _cannot_listen(host, port, exc) from None
     sock.set_inheritable(True)
     return sock
 
