@@ -21,6 +21,7 @@ from cachegql.index import (
     Rows,
     Scope,
     Snapshot,
+    SpecCriteria,
     SpecRecord,
     find_specs,
     format_spec,
@@ -370,7 +371,7 @@ def spec_connection(
         snapshot, criteria, query=query, search=search, scope=scope, words=words, ordered=first != 0
     )
     key = fingerprint(store.build_id, snapshot.tag, "specs", scope, criteria, query, search)
-    connection = spec_page(context, snapshot, rows, key, first, after)
+    connection = spec_page(context, snapshot, rows, key, first, after, criteria)
     asked = asked_hashes(filter)
     if asked:
         connection.missing = missing_hashes(snapshot, asked, rows)
@@ -384,13 +385,15 @@ def spec_page(
     key: Fingerprint,
     first: int | None,
     after: str | None,
+    criteria: SpecCriteria | None = None,
 ) -> SpecConnection:
-    """The page asked for of a result of spec `rows`, for the query named `key`."""
+    """The page asked for of a result of spec `rows`, for the query named `key`;
+    `criteria`, when given, hold for every row (what facets need not count)."""
     page = window(key, len(rows), first, after, context.max_first)
     nodes = spec_objects(snapshot, rows[page.start : page.stop].tolist())
     return SpecConnection(
         total_count=page.total,
         nodes=nodes,
-        facets=SpecFacets(_facets=Facets(snapshot, rows)),
+        facets=SpecFacets(_facets=Facets(snapshot, rows, criteria)),
         _page=page,
     )

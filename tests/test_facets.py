@@ -2,7 +2,8 @@
 
 `Facets.buckets` counts a result of `Facets.few` rows or less value by value, and a larger
 one with numpy over the dictionary's every value (or by its complement); both are run on
-the same results of a demo index, for every facet, and compared.
+the same results of a demo index, for every facet, and compared. A field the result's
+criteria pin to one value is not counted: its bucket is compared with the counted one.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cachegql.index import FACETS, Facets, Snapshot
+from cachegql.index import FACETS, Facets, Snapshot, SpecCriteria, StringMatch, find_specs
 from cachegql.index.query.facets import _NO_ROWS, _contenders, stack_counts
+from cachegql.index.query.filtering import pinned_values
 from cachegql.index.query.rowsets import every_row
 
 
@@ -179,3 +181,45 @@ def test_the_contenders_of_the_first_buckets_keep_every_tie_at_the_edge() -> Non
     # The 2nd largest count (3) is held by twelve values: every one stays a contender.
     many = np.array([0, *([3] * 12), 7, 1], dtype=np.int64)
     assert _contenders(np.flatnonzero(many), many, 2).tolist() == list(range(1, 14))
+
+
+def _pinning(snapshot: Snapshot) -> list[SpecCriteria]:
+    """Criteria that pin a field to one value, alone and with more conditions: values common
+    and rare, a second field pinned (results of any size, none included), a value the tag
+    lacks, and an `eq` that another operator of its field refuses (nothing pinned)."""
+    criteria: list[SpecCriteria] = []
+    for field in (f for f in FACETS.values() if f is not None):
+        counts = np.bincount(snapshot.columns[field].codes, minlength=1)
+        values = snapshot.dictionaries[field].values
+        known = [int(i) for i in np.argsort(-counts) if counts[i] and values[i]]
+        for value in (values[i] for i in known[:1] + known[-1:]):
+            criteria.append(SpecCriteria(fields=((field, StringMatch(eq=value)),)))
+            package = ("package", StringMatch(eq=snapshot.package(0).name))
+            criteria.append(SpecCriteria(fields=(package, (field, StringMatch(eq=value)))))
+            refused = StringMatch(eq=value, prefix=value + "~")
+            criteria.append(SpecCriteria(fields=((field, refused),)))
+        criteria.append(SpecCriteria(fields=((field, StringMatch(eq="no such value")),)))
+    return criteria
+
+
+def test_a_field_the_criteria_pin_is_the_bucket_counting_finds(demo_snapshot: Snapshot) -> None:
+    pinned = 0
+    for criteria in _pinning(demo_snapshot):
+        rows = find_specs(demo_snapshot, criteria, ordered=False)
+        for name in FACETS:
+            for first in (None, 0, 1, 3):
+                told, counted = Facets(demo_snapshot, rows, criteria), Facets(demo_snapshot, rows)
+                assert told.buckets(name, first) == counted.buckets(name, first), (criteria, name)
+                pinned += FACETS[name] in told._pinned
+    assert pinned > 100  # the pinned fields were answered without counting
+
+
+def test_an_eq_pins_its_field_only_where_it_admits_one_value(demo_snapshot: Snapshot) -> None:
+    value = demo_snapshot.dictionaries["os"].values[demo_snapshot.columns["os"].codes[0]]
+    eq = StringMatch(eq=value)
+    assert pinned_values(demo_snapshot, SpecCriteria(fields=(("os", eq),))) == {
+        "os": int(demo_snapshot.columns["os"].codes[0])
+    }
+    assert pinned_values(demo_snapshot, SpecCriteria(fields=(("os", StringMatch(eq="?")),))) == {}
+    assert pinned_values(demo_snapshot, SpecCriteria(fields=(("os", StringMatch(ne=value)),))) == {}
+    assert pinned_values(demo_snapshot, None) == {}

@@ -15,6 +15,8 @@ from cachegql.index.disk.columns import IdArray, Narrow, Rows, SetColumn
 from cachegql.index.disk.dictionary import Dictionary
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.fields import FACETS
+from cachegql.index.query.criteria import SpecCriteria
+from cachegql.index.query.filtering import pinned_values
 
 __all__ = ["Bucket", "Facets", "stack_counts"]
 
@@ -32,22 +34,30 @@ class Facets:
     covering most of its tag is counted by
     its complement: the whole tag's counts are the posting list sizes, known in
     advance, minus those of the few rows left out. So a broad result costs no more than
-    a narrow one. The rows of a result are distinct, as the planner makes them.
+    a narrow one. A field the result's `criteria` pin to one value (`eq`: a facet a user
+    chose) is that value's bucket, the result's size, not counted. The rows of a result
+    are distinct, as the planner makes them, and match `criteria` when given.
     """
 
     few = 256
     # Counts of a dictionary this small are sorted in Python: 3 µs less than numpy's calls.
     few_values = 64
 
-    def __init__(self, snapshot: Snapshot, rows: Rows) -> None:
+    def __init__(
+        self, snapshot: Snapshot, rows: Rows, criteria: SpecCriteria | None = None
+    ) -> None:
         self.snapshot = snapshot
         self.rows = rows
+        self.criteria = criteria
 
     def buckets(self, name: str, first: int | None = None) -> list[Bucket]:
         """(value, count) for one facet: count descending, then value; the top `first`."""
         check()
         field = FACETS[name]
         dictionary = self.snapshot.dictionaries["stacks" if field is None else field]
+        pinned = None if field is None else self._pinned.get(field)
+        if pinned is not None:
+            return _top_few({pinned: len(self.rows)} if len(self.rows) else {}, dictionary, first)
         if len(self.rows) <= self.few:
             return _top_few(self._few_counts(field), dictionary, first)
         counts = self._counts(field)
@@ -93,6 +103,11 @@ class Facets:
         column = snapshot.sets["stacks"]
         set_counts = self._count(column.codes, column.num_sets, lambda: snapshot.stack_set_sizes)
         return stack_counts(column, set_counts, snapshot.stack_set_matrix)
+
+    @cached_property
+    def _pinned(self) -> dict[str, int]:
+        """The fields the criteria pin, found once for every facet asked of the result."""
+        return pinned_values(self.snapshot, self.criteria)
 
     @cached_property
     def _complement(self) -> IdArray | None:

@@ -12,6 +12,7 @@ from cachegql.index.budget import check
 from cachegql.index.disk.columns import Column, IdArray, Mask, Rows
 from cachegql.index.disk.snapshot import Dictionary, Snapshot
 from cachegql.index.errors import CriteriaError
+from cachegql.index.fields import FACETS
 from cachegql.index.query.criteria import PackageCriteria, SpecCriteria, StringMatch
 from cachegql.index.query.hashes import hash_rows
 from cachegql.index.query.plan import (
@@ -38,11 +39,15 @@ __all__ = [
     "depending_on",
     "package_node",
     "packages_of",
+    "pinned_values",
     "query_node",
     "ranges",
     "select",
     "spec_node",
 ]
+
+FACET_FIELDS = frozenset(field for field in FACETS.values() if field is not None)
+"""The single-valued fields a facet counts: those worth pinning."""
 
 
 def select(dictionary: Dictionary, match: StringMatch) -> IdArray:
@@ -66,6 +71,21 @@ def select(dictionary: Dictionary, match: StringMatch) -> IdArray:
         candidates = list(range(len(values)))
     selected = [i for i in candidates if values[i] and rest.matches(values[i])]
     return np.array(selected, dtype=np.intp)
+
+
+def pinned_values(snapshot: Snapshot, criteria: SpecCriteria | None) -> dict[str, int]:
+    """The value every spec matching `criteria` has, by single-valued field: its id, where
+    the criteria's own condition on the field (an `eq`) admits that value alone. Whatever
+    else the criteria or a search ask, the rows they leave have it."""
+    if criteria is None:
+        return {}
+    pinned: dict[str, int] = {}
+    for field, match in criteria.fields:
+        if match.eq is not None and field in FACET_FIELDS:
+            ids = select(snapshot.dictionaries[field], match)
+            if len(ids) == 1:
+                pinned[field] = int(ids[0])
+    return pinned
 
 
 def _match_node(dictionary: Dictionary, column: Column, match: StringMatch) -> Node:
