@@ -26,6 +26,7 @@ from cachegql.schema.errors import QUERY_TOO_COMPLEX, classify
 from cachegql.schema.execution import FastExecutionContext
 from cachegql.schema.inline import runs_inline, small_request
 from cachegql.schema.limits import DEFAULT_MAX_COST, MAX_TOKENS, CostLimit
+from cachegql.schema.literal_errors import NamedLiteralErrors
 from cachegql.schema.pagination import DEFAULT_MAX_FIRST
 from cachegql.schema.query import Query
 from cachegql.schema.readers import resolve_directly
@@ -247,6 +248,7 @@ def build_schema(
             lambda: MaxTokensLimiter(MAX_TOKENS),
             lambda: ParserCache(maxsize=DOCUMENT_CACHE_SIZE),
             lambda: CostLimit(max_cost),
+            NamedLiteralErrors,
             lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
         ],
         runner=runner,
