@@ -71,13 +71,14 @@ def _check(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: {source}: {exc.strerror}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.index is None:
-        from cachegql.server.default_data import default_index
-
-        args.index = default_index()
     try:
         lockfile = read_lockfile(data, source)
-        store = IndexStore(args.index)
+        if args.index is None:
+            from cachegql.server.default_data import default_store
+
+            store = default_store()  # opened once: built first if need be
+        else:
+            store = IndexStore(args.index)
         coverage = check_environment(store.snapshot(args.tag), lockfile, max(0, args.nearest))
     except (IndexLoadError, CriteriaError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -52,12 +52,13 @@ def _query(args: argparse.Namespace) -> int:
         format_spec,
     )
 
-    if args.index is None:
-        from cachegql.server.default_data import default_index
-
-        args.index = default_index()
     try:
-        store = IndexStore(args.index)
+        if args.index is None:
+            from cachegql.server.default_data import default_store
+
+            store = default_store()  # opened once: built first if need be
+        else:
+            store = IndexStore(args.index)
         snapshot = store.snapshot(args.tag)
         rows = find_specs(snapshot, _runs_on(args.runs_on), query=args.spec)
     except (IndexLoadError, CriteriaError) as exc:

@@ -171,11 +171,13 @@ def _serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     puller = None
+    opened = None
     if args.index is None:
-        from cachegql.server.default_data import default_index
+        from cachegql.server.default_data import default_store
 
         print("no --index given: serving the embedded demo data", file=sys.stderr)
-        index = default_index()
+        opened = default_store()
+        index = opened.path
     elif args.index.startswith("s3://"):
         from cachegql.server.shipping import ShippingError, pulled
 
@@ -187,7 +189,11 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         index = Path(args.index)
     try:
-        store = IndexStore(index, args.default_tag)  # fail here, clearly, not in a worker
+        if opened is None:
+            opened = IndexStore(index)  # fail here, clearly, not in a worker
+        store = opened
+        if args.default_tag is not None:
+            store.use_default_tag(args.default_tag)
     except IndexLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

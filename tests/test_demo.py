@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from cachegql.demo import DemoConfig, write_pages
-from cachegql.server.default_data import DEFAULT_CONFIG, default_index
+from cachegql.server.default_data import DEFAULT_CONFIG, default_index, default_store
 from tests import oracle
 from tests.conftest import CLI, GraphQLClient, serving
 
@@ -174,3 +174,32 @@ def _first_answer(url: str, process: subprocess.Popen[bytes], log: Path) -> dict
         body: dict[str, Any] = json.loads(response.text)
         return body
     raise AssertionError("serve did not answer within 60 s")
+
+
+def test_the_default_store_is_opened_once_and_built_again_when_damaged(tmp_path: Path) -> None:
+    config = DemoConfig(packages=20, specs=200)
+    store = default_store(tmp_path, config)
+    manifest = store.path / "manifest.json"
+    built = manifest.stat().st_mtime_ns
+    specs = sum(snapshot.num_specs for snapshot in store.snapshots.values())
+    assert specs == 200
+    store.close()
+    column = next(p for p in store.path.resolve().rglob("*.npy") if p.stat().st_size > 128)
+    column.write_bytes(column.read_bytes()[:-8])  # a truncated column: it cannot be opened
+    store = default_store(tmp_path, config)
+    assert sum(snapshot.num_specs for snapshot in store.snapshots.values()) == specs
+    assert manifest.stat().st_mtime_ns != built
+    store.close()
+
+
+def test_the_demo_data_s_default_tag_is_checked_as_any_index_s(tmp_path: Path) -> None:
+    """Refused in the words of any index, not taken for a damaged index and built again."""
+    environment = {**os.environ, "CACHEGQL_CACHE_DIR": str(tmp_path)}
+    default_index(tmp_path / "cachegql")  # where CACHEGQL_CACHE_DIR has it
+    before = sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    command = [CLI, "serve", "--default-tag", "nope", "--port", str(_free_port())]
+    result = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "error: default tag 'nope' is not in the index; indexed tags:" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted((p, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before

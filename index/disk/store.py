@@ -47,20 +47,25 @@ class IndexStore:
         self.snapshots = _load(self.verified)
         release_freed()
         self.tags = sorted(self.snapshots)
-        if default_tag is not None and default_tag not in self.snapshots:
-            self.close()
-            raise IndexLoadError(
-                f"default tag {default_tag!r} is not in the index; {self._known()}"
-            )
-        self.default_tag = default_tag or (
+        self.default_tag = (
             PREFERRED_DEFAULT_TAG if PREFERRED_DEFAULT_TAG in self.snapshots else self.tags[0]
         )
+        if default_tag is not None:
+            self.use_default_tag(default_tag)
         logger.info(
             "index build %s: verified in %.2f s, loaded in %.2f s",
             self.build_id,
             verified - started,
             time.perf_counter() - verified,
         )
+
+    def use_default_tag(self, tag: str) -> None:
+        """Answer what names no tag from `tag`; IndexLoadError, the store closed, when the
+        build has no such tag."""
+        if tag not in self.snapshots:
+            self.close()
+            raise IndexLoadError(f"default tag {tag!r} is not in the index; {self._known()}")
+        self.default_tag = tag
 
     def _known(self) -> str:
         return "indexed tags: " + ", ".join(self.tags)
