@@ -85,6 +85,7 @@ from cachegql.index.records import Problem, SpecRecord
 from cachegql.index.spack import (
     SHORT_HASH_LENGTH,
     Compiler,
+    SpecQueryError,
     Variant,
     format_spec,
     normalize_prefix,
@@ -153,6 +154,7 @@ __all__ = [
     "SpecCoverage",
     "SpecCriteria",
     "SpecField",
+    "SpecQueryError",
     "SpecRecord",
     "StackSummary",
     "StrictModeError",

@@ -6,7 +6,13 @@ import logging
 
 from graphql import GraphQLError
 
-from cachegql.index import AmbiguousHashError, CriteriaError, IndexChangedError, OverBudgetError
+from cachegql.index import (
+    AmbiguousHashError,
+    CriteriaError,
+    IndexChangedError,
+    OverBudgetError,
+    SpecQueryError,
+)
 
 __all__ = [
     "AMBIGUOUS_HASH_PREFIX",
@@ -51,6 +57,11 @@ def classify(error: GraphQLError) -> None:
         extensions.update(
             code=AMBIGUOUS_HASH_PREFIX, candidates=original.candidates, count=original.count
         )
+    elif isinstance(original, SpecQueryError):
+        # A terminal gets the query with a caret under the column; a GraphQL client shows
+        # a message as it is, in one line, and can mark the column itself.
+        error.message = f"{original.said}, in: {original.near}"
+        extensions.update(code=BAD_USER_INPUT, column=original.column)
     elif isinstance(original, CriteriaError):
         extensions["code"] = BAD_USER_INPUT
     elif isinstance(original, OverBudgetError):

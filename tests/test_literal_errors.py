@@ -1,5 +1,6 @@
-"""A literal value of the wrong type is refused naming its argument, its field or directive,
-and where within an input object it is (`schema/literal_errors.py`), over HTTP."""
+"""Refusals that say where, over HTTP: a literal value of the wrong type names its argument,
+its field or directive, and its place within an input object (`schema/literal_errors.py`);
+a spec-syntax query refused is one line with its column apart (`schema/errors.py`)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,22 @@ def test_a_literal_of_the_wrong_type_is_refused_where_it_was(
 def test_values_of_the_right_type_are_answered(gql: GraphQLClient) -> None:
     data = gql.data('{ specs(filter: { or: [{ os: { in: ["b"] } }] }, first: 1) { totalCount } }')
     assert data["specs"]["totalCount"] == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "said", "column"),
+    [
+        ("hdf5 @@1.2", "unexpected '@' at column 7: expected a version", 7),
+        ("hdf5 ^^zlib", "'^^' (a dependency of a dependency, Spack 1.x) cannot be answered", 6),
+        ("hdf5 %%gcc", "propagated compiler preferences ('%%') cannot be answered", 6),
+    ],
+)
+def test_a_spec_query_refused_is_one_line_with_its_column(
+    gql: GraphQLClient, spec: str, said: str, column: int
+) -> None:
+    """A terminal draws the query with a caret under the column (`cachegql query`); a
+    GraphQL message is shown as it is, so it is the line alone and the column apart."""
+    error = gql.error("query($q: String) { specs(query: $q) { totalCount } }", q=spec)
+    assert error["message"].startswith(said) and "\n" not in error["message"], error
+    assert error["message"].endswith(f", in: {spec}")
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "column": column}

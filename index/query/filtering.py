@@ -209,7 +209,9 @@ def query_node(snapshot: Snapshot, query: SpecQuery, tag: Snapshot | None = None
         if tag.dag is None:
             raise UnsupportedSpecError(
                 f"dependency constraints ('^...') cannot be answered in tag {tag.tag!r}: its "
-                f"sources (cache pages) list no dependencies of a spec\n{dependency.pointer()}"
+                "sources (cache pages) list no dependencies of a spec",
+                dependency.text,
+                dependency.position,
             )
         name = dependency.name if _only_named(dependency) else None
         parts.append(depending_on(snapshot, tag, _query_of(dependency, tag), "^", name))

@@ -44,29 +44,40 @@ CONTEXT = 20
 
 
 class SpecQueryError(CriteriaError):
-    """A spec query that cannot be used; the message shows where and why."""
+    """A spec query that cannot be used: `said` why, in one line, `column` (from 1) where
+    in `text`, and `near` the text around it; the message adds the text with a caret
+    under that column, for a terminal (an API says the line and the column apart)."""
+
+    def __init__(self, said: str, text: str, position: int) -> None:
+        self.said, self.text, self.column = said, text, position + 1
+        self.near = _window(text, position)[0]
+        super().__init__(f"{said}\n{_pointer(text, position)}")
 
 
 class SpecSyntaxError(SpecQueryError):
     """The text is not valid spec syntax."""
 
     def __init__(self, text: str, position: int, problem: str, expected: str) -> None:
-        self.text, self.position, self.problem, self.expected = text, position, problem, expected
-        super().__init__(
-            f"{problem} at column {position + 1}: expected {expected}\n{_pointer(text, position)}"
-        )
+        self.position, self.problem, self.expected = position, problem, expected
+        super().__init__(f"{problem} at column {position + 1}: expected {expected}", text, position)
 
 
 class UnsupportedSpecError(SpecQueryError):
     """Valid spec syntax that the index cannot answer (pages carry no such data)."""
 
 
-def _pointer(text: str, position: int) -> str:
+def _window(text: str, position: int) -> tuple[str, int]:
+    """The text around `position` (`CONTEXT` characters each side, "..." where cut), and
+    where `position` is in it."""
     start = max(0, position - CONTEXT)
     prefix = "..." if start else ""
-    window = text[start : position + CONTEXT]
     suffix = "..." if position + CONTEXT < len(text) else ""
-    return f"  {prefix}{window}{suffix}\n  {' ' * (len(prefix) + position - start)}^"
+    return f"{prefix}{text[start : position + CONTEXT]}{suffix}", len(prefix) + position - start
+
+
+def _pointer(text: str, position: int) -> str:
+    shown, at = _window(text, position)
+    return f"  {shown}\n  {' ' * at}^"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +112,6 @@ class SpecQuery:
     """One per `^`: some node of the spec's DAG (any depth) must satisfy each."""
     position: int = 0
     """Where this node starts in `text` (its `^` for a dependency), for error messages."""
-
-    def pointer(self) -> str:
-        """The query text with a caret under this node, for error messages."""
-        return _pointer(self.text, self.position)
 
 
 @dataclass
@@ -213,7 +220,9 @@ class _Parser:
             if self.peek() == "^":
                 raise UnsupportedSpecError(
                     "'^^' (a dependency of a dependency, Spack 1.x) cannot be answered; "
-                    "'^name' already matches at any depth\n" + _pointer(self.text, start)
+                    "'^name' already matches at any depth",
+                    self.text,
+                    start,
                 )
             self.nodes.append(_Node(start))
         elif _NAME.match(self.text, start):
@@ -243,13 +252,17 @@ class _Parser:
         if self.peek() == "%":
             raise UnsupportedSpecError(
                 "propagated compiler preferences ('%%') cannot be answered: the index "
-                "records the compiler each spec was built with\n" + _pointer(self.text, start)
+                "records the compiler each spec was built with",
+                self.text,
+                start,
             )
         name = self.take(_NAME, "a compiler name after '%' (e.g. %gcc or %gcc@13)")
         if self.peek() in (",", "="):
             raise UnsupportedSpecError(
                 "per-language compilers ('%c,cxx=gcc') cannot be answered: write %gcc@13, "
-                f"which matches the compiler of any language\n{_pointer(self.text, start)}"
+                "which matches the compiler of any language",
+                self.text,
+                start,
             )
         versions = None
         if self.peek() == "@":
@@ -305,7 +318,7 @@ class _Parser:
             try:
                 target_names(value)  # ranges and lists by archspec's order: checked here
             except CriteriaError as exc:
-                raise UnsupportedSpecError(f"{exc}\n" + _pointer(self.text, start)) from None
+                raise UnsupportedSpecError(str(exc), self.text, start) from None
             self.set_once("target", value, "target", start)
         elif key in _ARCH_KEYS:
             parts = value.split("-")
