@@ -68,7 +68,7 @@ def _validate(config: DemoConfig) -> None:
     if config.specs < config.packages:
         raise ValueError("specs must be at least packages (every package needs a spec)")
     if not config.tags or len(set(config.tags)) != len(config.tags):
-        raise ValueError("tags must be a non-empty tuple of distinct tags")
+        raise ValueError("tags must be one or more distinct names")
     for tag in config.tags:
         if not tag or tag in (".", "..") or "/" in tag or "\\" in tag or tag != tag.strip():
             raise ValueError(f"tag {tag!r} cannot be a folder name")

@@ -40,6 +40,9 @@ TOO_MANY_TOKENS = "Document contains more than"
 ARGUMENT = "Argument '"
 """How graphql-core's refusals of an argument's value begin (`coerce_argument`)."""
 
+_PYTHON_NONE = " not to be None."
+"""How graphql-core 3.3 says a null where a non-null type is expected: in Python's words."""
+
 logger = logging.getLogger("cachegql.errors")
 
 
@@ -60,7 +63,8 @@ def classify(error: GraphQLError) -> None:
     elif isinstance(original, SpecQueryError):
         # A terminal gets the query with a caret under the column; a GraphQL client shows
         # a message as it is, in one line, and can mark the column itself.
-        error.message = f"{original.said}, in: {original.near}"
+        near = " ".join(original.near.split())
+        error.message = f"{original.said} (in the query: {near})"
         extensions.update(code=BAD_USER_INPUT, column=original.column)
     elif isinstance(original, CriteriaError):
         extensions["code"] = BAD_USER_INPUT
@@ -87,6 +91,8 @@ def classify(error: GraphQLError) -> None:
         error.message = CHANGED_MESSAGE if changed else INTERNAL_MESSAGE
         error.original_error = None
         extensions["code"] = INTERNAL_SERVER_ERROR
+    if extensions["code"] == BAD_USER_INPUT and _PYTHON_NONE in error.message:
+        error.message = error.message.replace(_PYTHON_NONE, " not to be null.")
     error.extensions = extensions
     # A traceback holds the frames that hold the error: a cycle that would keep the
     # request (and the index it read) alive until the cycle collector runs. The error is

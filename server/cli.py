@@ -41,9 +41,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
     except BrokenPipeError:
-        # The reader (e.g. `| head`) went away: stop quietly, as Unix tools do.
+        # The reader (e.g. `| head`) went away: stop quietly, with the status of a tool
+        # that SIGPIPE ended, not 0: the output was cut, and `check`'s own status (specs
+        # missing, bad input) was never reached.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return 128 + signal.SIGPIPE
     except KeyboardInterrupt:
         stopped("interrupted")
         return 128 + signal.SIGINT

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from cachegql.demo import DemoConfig, write_pages
-from cachegql.index import FORMAT_VERSION, IndexStore, build_index
+from cachegql.index import FORMAT_VERSION, IndexLoadError, IndexStore, build_index
 
 __all__ = ["DEFAULT_CONFIG", "cache_folder", "default_index", "default_store"]
 
@@ -62,5 +62,5 @@ def _opened(out: Path) -> IndexStore | None:
     """The index at `out`, if it opens (a missing or damaged one is built again)."""
     try:
         return IndexStore(out)
-    except Exception:
+    except IndexLoadError:
         return None

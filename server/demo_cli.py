@@ -79,24 +79,49 @@ def _demo(args: argparse.Namespace) -> int:
         )
         try:
             summary = write_mirror(mirror, args.out)
-        except (ValueError, FileExistsError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+        except ValueError as exc:
+            return _refused(exc, args, f", --stacks {args.stacks}")
+        except OSError as exc:
+            return _cannot_write(exc, args)
         print(
             f"wrote a build cache of {summary.specs} specs ({summary.nodes} DAG nodes, "
             f"{summary.edges} edges, {len(summary.stacks)} stacks) to {summary.mirror}; "
             f"its listing: {summary.listing}"
         )
-        pinned, cached = write_lockfile(summary.mirror, args.out, seed=args.seed)
+        try:
+            pinned, cached = write_lockfile(summary.mirror, args.out, seed=args.seed)
+        except ValueError as exc:
+            return _refused(exc, args, f", --stacks {args.stacks}")
+        except OSError as exc:
+            return _cannot_write(exc, args)
         print(
             f"and an environment over it: {args.out / 'spack.lock'} ({pinned} specs, "
             f"{cached} of them in the cache; try `cachegql check`)"
         )
         return _push(args, summary.stacks, summary.tag) if args.push_to else 0
-    config = DemoConfig(packages=args.packages, specs=args.specs, tags=tags, seed=args.seed)
-    pages, specs = write_pages(config, args.out)
+    try:
+        config = DemoConfig(packages=args.packages, specs=args.specs, tags=tags, seed=args.seed)
+        pages, specs = write_pages(config, args.out)
+    except ValueError as exc:
+        return _refused(exc, args)
+    except OSError as exc:
+        return _cannot_write(exc, args)
     print(f"wrote {pages} pages, {specs} specs to {args.out}")
     return 0
+
+
+def _refused(exc: ValueError, args: argparse.Namespace, more: str = "") -> int:
+    """Numbers or tags the generator cannot use: said with what was given, exit 2 as
+    for any bad argument."""
+    given = f"--specs {args.specs}, --packages {args.packages}, --tags {args.tags!r}{more}"
+    print(f"error: {exc} (given {given})", file=sys.stderr)
+    return 2
+
+
+def _cannot_write(exc: OSError, args: argparse.Namespace) -> int:
+    where = exc.filename if exc.filename is not None else args.out
+    print(f"error: cannot write the demo data to {where}: {exc.strerror or exc}", file=sys.stderr)
+    return 1
 
 
 def _push(args: argparse.Namespace, stacks: Sequence[tuple[str, int]], tag: str) -> int:

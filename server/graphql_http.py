@@ -197,7 +197,9 @@ class GraphQLEndpoint:
                 params.operation_name,
                 _GET_ONLY if method == "GET" else _POST,
             )
-        except InvalidOperationTypeError:
+        except InvalidOperationTypeError as exc:
+            if exc.operation_type is OperationType.SUBSCRIPTION:  # none in the schema
+                raise BadRequestError(400, "subscriptions are not served: only queries") from None
             raise BadRequestError(405, "only queries can be sent with GET; use POST") from None
         except CannotGetOperationTypeError:
             if params.operation_name:
@@ -308,6 +310,8 @@ def _decode(data: bytes, what: str) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if "not valid UTF-8" in str(exc):  # orjson's words: "str is not valid UTF-8: surrogates"
+            raise BadRequestError(400, f"{what} is not valid JSON: not UTF-8 text") from None
         raise BadRequestError(400, f"{what} is not valid JSON: {exc}") from None
 
 

@@ -171,13 +171,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     puller = None
-    opened = None
     if args.index is None:
-        from cachegql.server.default_data import default_store
-
         print("no --index given: serving the embedded demo data", file=sys.stderr)
-        opened = default_store()
-        index = opened.path
+        index = None
     elif args.index.startswith("s3://"):
         from cachegql.server.shipping import ShippingError, pulled
 
@@ -189,9 +185,13 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         index = Path(args.index)
     try:
-        if opened is None:
-            opened = IndexStore(index)  # fail here, clearly, not in a worker
-        store = opened
+        if index is None:
+            from cachegql.server.default_data import default_store
+
+            store = default_store()  # opened once: built first if need be
+            index = store.path
+        else:
+            store = IndexStore(index)  # fail here, clearly, not in a worker
         if args.default_tag is not None:
             store.use_default_tag(args.default_tag)
     except IndexLoadError as exc:

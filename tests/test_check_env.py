@@ -169,6 +169,10 @@ def test_check_on_spacks_v4_lockfile_against_its_own_nodes(tmp_path: Path) -> No
             "roots[0] has no 'hash'",
         ),
         (b'{"_meta": {"lockfile-version": 4}, "roots": []}', "'concrete_specs' must be an object"),
+        (
+            b'{"_meta": {"lockfile-version": 6}, "roots": [], "concrete_specs": {}}',
+            "'concrete_specs' is empty: nothing in the environment is concretized",
+        ),
     ],
 )
 def test_a_malformed_lockfile_is_exit_2_naming_line_or_key(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import re
+import signal
 import subprocess
 import sys
 from importlib.metadata import version
@@ -277,3 +278,72 @@ def test_demo_data_writes_a_build_cache_that_indexes(tmp_path: Path) -> None:
     store.close()
     again = cachegql("demo-data", "--mirror", "--specs", "120", "--out", tmp_path / "bc")
     assert again.returncode == 1 and again.stderr.startswith("error: ")
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "said"),
+    [
+        (["--specs", "100"], 2, "specs must be at least packages (every package needs a spec)"),
+        (["--tags", ","], 2, "tags must be one or more distinct names (given --specs 5000"),
+        (["--tags", "a,a"], 2, "tags must be one or more distinct names"),
+        (["--mirror", "--stacks", "0"], 2, "stacks must be between 1 and"),
+        (["--out", "/proc/cachegql"], 1, "cannot write the demo data to /proc/cachegql"),
+        (["--mirror", "--out", "/proc/cachegql"], 1, "cannot write the demo data to /proc/"),
+    ],
+)
+def test_demo_data_refuses_what_it_cannot_make_in_one_line(
+    tmp_path: Path, args: list[str], status: int, said: str
+) -> None:
+    out = [] if "--out" in args else ["--out", str(tmp_path / "demo")]
+    result = cachegql("demo-data", *args, *out)
+    assert result.returncode == status, result.stderr
+    assert said in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_demo_data_into_a_file_says_it_cannot_write_there(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    result = cachegql("demo-data", "--specs", "300", "--out", a_file)
+    assert result.returncode == 1
+    assert f"cannot write the demo data to {a_file}/" in result.stderr
+    assert "Not a directory" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_output_cut_by_its_reader_stops_quietly_and_not_as_a_success() -> None:
+    """`cachegql query ... | head -1`: no traceback, and the status of a tool ended by
+    SIGPIPE, which a `check` whose specs are missing (1) must not turn into 0."""
+    command = [CLI, "query", "platform=linux"]  # 400 kB: more than a pipe holds
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
+        assert run.stdout is not None and run.stderr is not None
+        assert run.stdout.readline()
+        run.stdout.close()
+        stderr = run.stderr.read().decode()
+        assert run.wait(timeout=60) == 128 + signal.SIGPIPE
+    assert "Traceback" not in stderr and "Broken pipe" not in stderr
+
+
+def test_index_of_a_url_it_does_not_read_names_the_scheme(tmp_path: Path) -> None:
+    """Not "ftp:/example.org/x: no such file or folder", a path made of the URL."""
+    result = cachegql("index", "ftp://example.org/x", "--out", tmp_path / "ix")
+    assert result.returncode == 1
+    assert "ftp:// is not a source cachegql reads" in result.stderr
+    assert "no such file" not in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"garbage\x00\xff", "index.json: not valid JSON: not UTF-8 text"),
+        (b"", "index.json: not valid JSON (Input is a zero-length, empty document"),
+        (b"not json", "index.json: not valid JSON ("),
+    ],
+)
+def test_a_damaged_json_file_is_said_to_be_no_json_not_no_page(
+    tmp_path: Path, content: bytes, said: str
+) -> None:
+    damaged = tmp_path / "index.json"
+    damaged.write_bytes(content)
+    result = cachegql("index", damaged, "--tag", "develop", "--out", tmp_path / "ix")
+    assert result.returncode == 1
+    assert said in result.stderr and "not a cache page" not in result.stderr

@@ -270,7 +270,10 @@ def test_a_spec_string_narrows_the_package_table(tab: Tab, api: httpx.Client) ->
     tab.screenshot("narrowed")
     # A syntax error names the column, and the field says it is invalid.
     field.fill("@2.1.2 +")
-    expect(page.locator("#spec-query-error")).to_contain_text("expected a variant name")
+    said = page.locator("#spec-query-error")
+    expect(said).to_contain_text("expected a variant name")
+    # The caret, drawn under the query from the error's column (9: after the `+`).
+    assert said.inner_text().splitlines()[-2:] == ["  @2.1.2 +", " " * 10 + "^"]
     expect(field).to_have_attribute("aria-invalid", "true")
     field.fill("@2.1.2 %gcc")
     expect(page.locator("#spec-count")).to_have_text(f"{narrowed} specs match")

@@ -80,6 +80,7 @@ def test_unacceptable_media_and_bodies_are_refused_with_a_code(http: httpx.Clien
     ("body", "message"),
     [
         (b"{not json", "the body is not valid JSON"),
+        (b'{"query": "\xff"}', "the body is not valid JSON: not UTF-8 text"),
         (b"[]", "batched requests"),
         (b'"text"', "JSON object"),
         ({"query": 1}, "'query' must be a string"),
@@ -173,6 +174,18 @@ def test_get_cannot_mutate_and_other_methods_are_refused(http: httpx.Client) -> 
         assert refused.status_code == 405 and refused.headers["allow"] == "GET, HEAD, POST", method
         assert _code(refused) == "BAD_USER_INPUT"
         assert f"not {method}" in refused.json()["errors"][0]["message"]
+
+
+def test_a_subscription_is_refused_for_what_it_is(http: httpx.Client) -> None:
+    """Not with GET's 405 ("use POST"), POSTed or not: the schema serves queries only."""
+    query = "subscription { tags { name } }"
+    for response in (
+        http.post("/graphql", json={"query": query}),
+        http.get("/graphql", params={"query": query}),
+    ):
+        assert response.status_code == 400 and _code(response) == "BAD_USER_INPUT"
+        message = response.json()["errors"][0]["message"]
+        assert message == "subscriptions are not served: only queries"
 
 
 def test_head_is_answered_as_get_without_a_body(http: httpx.Client) -> None:

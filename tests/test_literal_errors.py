@@ -70,5 +70,14 @@ def test_a_spec_query_refused_is_one_line_with_its_column(
     GraphQL message is shown as it is, so it is the line alone and the column apart."""
     error = gql.error("query($q: String) { specs(query: $q) { totalCount } }", q=spec)
     assert error["message"].startswith(said) and "\n" not in error["message"], error
-    assert error["message"].endswith(f", in: {spec}")
+    assert error["message"].endswith(f" (in the query: {spec})")
     assert error["extensions"] == {"code": "BAD_USER_INPUT", "column": column}
+
+
+def test_a_null_where_a_value_is_required_is_said_in_graphql_s_words(gql: GraphQLClient) -> None:
+    for error in (
+        gql.error("{ spec(hash: null) { name } }"),
+        gql.error("query($h: String!) { spec(hash: $h) { name } }", h=None),
+    ):
+        assert error["message"].endswith("of non-null type 'String!' not to be null."), error
+        assert "None" not in error["message"]

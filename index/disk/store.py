@@ -51,7 +51,11 @@ class IndexStore:
             PREFERRED_DEFAULT_TAG if PREFERRED_DEFAULT_TAG in self.snapshots else self.tags[0]
         )
         if default_tag is not None:
-            self.use_default_tag(default_tag)
+            try:
+                self.use_default_tag(default_tag)
+            except IndexLoadError:
+                self.close()
+                raise
         logger.info(
             "index build %s: verified in %.2f s, loaded in %.2f s",
             self.build_id,
@@ -60,10 +64,8 @@ class IndexStore:
         )
 
     def use_default_tag(self, tag: str) -> None:
-        """Answer what names no tag from `tag`; IndexLoadError, the store closed, when the
-        build has no such tag."""
+        """Answer what names no tag from `tag`; IndexLoadError when the build has none."""
         if tag not in self.snapshots:
-            self.close()
             raise IndexLoadError(f"default tag {tag!r} is not in the index; {self._known()}")
         self.default_tag = tag
 

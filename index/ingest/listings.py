@@ -111,4 +111,6 @@ def json_error(error: orjson.JSONDecodeError) -> str:
     """What is wrong with a JSON document, the depth limit said as one."""
     if "depth limit" in str(error) or "recursion" in str(error).lower():
         return f"not valid JSON: nested deeper than {JSON_MAX_DEPTH:,} levels"
+    if "not valid UTF-8" in str(error):  # orjson's words for bytes that are not UTF-8 text
+        return "not valid JSON: not UTF-8 text"
     return f"not valid JSON ({error})"

@@ -99,6 +99,11 @@ def read_lockfile(data: bytes, source: str) -> Lockfile:
     if not isinstance(nodes, dict):
         raise LockfileError(f"{source}: 'concrete_specs' must be an object of hash -> spec")
     roots = list(_roots(document.get("roots"), source))
+    if not nodes:
+        raise LockfileError(
+            f"{source}: 'concrete_specs' is empty: nothing in the environment is concretized "
+            "(`spack concretize` writes them)"
+        )
     keys, flat = list(nodes), [_flat(key, node, source) for key, node in nodes.items()]
     try:
         database = read_spec_file(orjson.dumps({"spec": {"nodes": flat}}), source)

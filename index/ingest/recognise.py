@@ -18,12 +18,20 @@ from typing import Literal
 
 import orjson
 
+from cachegql.index.errors import shorten
 from cachegql.index.ingest.buildcache import SPEC_FILE_SUFFIXES
 from cachegql.index.ingest.files import read_head, read_regular, reason
 from cachegql.index.ingest.inflate import GZIP_MAGIC, gunzip, gzip_start
 from cachegql.index.ingest.listed_indexes import manifest_root
 from cachegql.index.ingest.listings import ListingEntry, is_listing, json_error, read_listing
-from cachegql.index.ingest.locations import Location, NotFoundError, Opener, ReadError
+from cachegql.index.ingest.locations import (
+    NETWORK_SCHEMES,
+    Location,
+    NotFoundError,
+    Opener,
+    ReadError,
+    scheme_of,
+)
 from cachegql.index.ingest.sources import Candidate, SourceError, iter_candidates
 from cachegql.index.ingest.spackdb import UTF8_BOM, SourceFormatError
 from cachegql.index.records import Problem
@@ -95,6 +103,12 @@ def _plan_path(location: Location, plan: Plan, opener: Opener, tag: str | None, 
     as `iter_candidates` tells it."""
     path = location.path
     status = _status(path)
+    scheme = scheme_of(location.text)
+    if status is None and scheme is not None and location.text.startswith(f"{scheme}://"):
+        raise SourceError(
+            f"{shorten(location.text)}: {scheme}:// is not a source cachegql reads: give a "
+            f"path, or a URL of {', '.join(f'{s}://' for s in NETWORK_SCHEMES)}"
+        )
     if status is not None and stat.S_ISDIR(status.st_mode) and _is_mirror_folder(path):
         plan.caches.append(_lone(location, "mirror", tag, stack))
     elif status is not None and stat.S_ISREG(status.st_mode):
@@ -159,7 +173,9 @@ def _plan_file(
             _plan_gzip(location, None, plan, opener, tag, stack)
         elif _is_large_index(start, size):
             plan.caches.append(_lone(location, "index", tag, stack))
-        elif head.startswith((b"{", b"[")):  # JSON: what it is takes reading it whole
+        elif head.startswith((b"{", b"[")) or path.suffix == ".json":
+            # JSON, or named so (a damaged index.json is not a page): what it is takes
+            # reading it whole
             _plan_json(location, read_regular(path), plan, opener, tag, stack)
         else:
             plan.candidates.append(Candidate(path, expected=True))

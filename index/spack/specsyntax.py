@@ -53,6 +53,9 @@ class SpecQueryError(CriteriaError):
         self.near = _window(text, position)[0]
         super().__init__(f"{said}\n{_pointer(text, position)}")
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return type(self), (self.said, self.text, self.column - 1)
+
 
 class SpecSyntaxError(SpecQueryError):
     """The text is not valid spec syntax."""
@@ -60,6 +63,9 @@ class SpecSyntaxError(SpecQueryError):
     def __init__(self, text: str, position: int, problem: str, expected: str) -> None:
         self.position, self.problem, self.expected = position, problem, expected
         super().__init__(f"{problem} at column {position + 1}: expected {expected}", text, position)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return type(self), (self.text, self.position, self.problem, self.expected)
 
 
 class UnsupportedSpecError(SpecQueryError):

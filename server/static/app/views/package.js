@@ -162,9 +162,12 @@ class PackageView {
       if (controller.signal.aborted) return;
       const bad = error instanceof ApiError && error.code === "BAD_USER_INPUT";
       if (bad) {
-        // A syntax error names the column and draws a caret under it: keep its lines.
+        // A spec query's error says its column: drawn as a caret under the query sent.
         this.input.setAttribute("aria-invalid", "true");
-        replace(this.error, h("pre", {}, error.message));
+        const column = error.extensions.column;
+        const sent = route.params.get("q") ?? "";
+        const caret = Number.isInteger(column) ? `\n  ${sent}\n  ${" ".repeat(column - 1)}^` : "";
+        replace(this.error, h("pre", {}, error.message + caret));
         replace(this.table);
       } else {
         replace(this.table, errorNotice(error));
