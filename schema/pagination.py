@@ -57,10 +57,12 @@ def decode_cursor(cursor: str, query: Fingerprint) -> int:
         owner, _, offset_text = text.partition(":")
         offset = int(offset_text)
     except (ValueError, UnicodeDecodeError):
+        offset = -1
+    if offset < 0:  # no cursor the API returns holds a negative offset
         raise UserInputError(
             f"malformed cursor {shorten(cursor)}: pass a cursor exactly as the API returned it"
-        ) from None
-    if owner != str(query) or offset < 0:
+        )
+    if owner != str(query):
         raise UserInputError(
             "this cursor belongs to another query, other arguments or an older index; "
             "start again without 'after'"

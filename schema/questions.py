@@ -15,6 +15,7 @@ from cachegql.index import (
 )
 from cachegql.index import microarchitectures as known_microarchitectures
 from cachegql.schema.context import Context
+from cachegql.schema.errors import UserInputError
 from cachegql.schema.types import Spec, spec_objects
 
 __all__ = [
@@ -80,8 +81,10 @@ def nearest_binaries(
 ) -> list[NearestBinary]:
     """The binaries of the spec's package nearest to it: usable first, then by how few
     constraints differ."""
+    if first is not None and first < 0:  # as a connection's `first`
+        raise UserInputError(f"'first' must be 0 or more, got {first}")
     snapshot = context.store.snapshot(tag)
-    count = max(0, min(DEFAULT_NEAREST if first is None else first, context.max_first))
+    count = min(DEFAULT_NEAREST if first is None else first, context.max_first)
     found = nearest(snapshot, _wanted(spec), count)
     objects = spec_objects(snapshot, [n.row for n in found])
     return [

@@ -6,7 +6,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-__all__ = ["ExamplesHelp", "above", "add_s3_endpoint", "at_least", "port"]
+__all__ = ["ExamplesHelp", "above", "add_s3_endpoint", "at_least", "label", "port"]
 
 
 class ExamplesHelp(argparse.HelpFormatter):
@@ -25,6 +25,13 @@ def port(text: str) -> int:
     if not 1 <= number <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 1 to 65535, got {text}")
     return number
+
+
+def label(text: str) -> str:
+    """A tag or stack label: not empty, which would name nothing a listing can name."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a name, got {text!r}")
+    return text
 
 
 def at_least(kind: type[int] | type[float], least: float) -> Callable[[str], float]:

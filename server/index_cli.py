@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cachegql.server.cli_flags import ExamplesHelp, above, add_s3_endpoint, at_least
+from cachegql.server.cli_flags import ExamplesHelp, above, add_s3_endpoint, at_least, label
 from cachegql.server.interrupts import Terminated, stop_signals_raise, stopped
 
 if TYPE_CHECKING:
@@ -60,12 +60,14 @@ def add_index_command(commands: Any) -> None:
     index.add_argument(
         "--tag",
         metavar="TAG",
+        type=label,
         help="the tag (snapshot) of a lone build cache (required for index files and mirrors; "
         "pages and listings name their own)",
     )
     index.add_argument(
         "--stack",
         metavar="LABEL",
+        type=label,
         default="root",
         help="the stack label of a lone build cache's binaries (default: root)",
     )

@@ -1180,3 +1180,14 @@ def test_many_small_pages_are_not_too_complex(gql: GraphQLClient) -> None:
         """{ packages(first: 10) { nodes { specs(first: 10) { nodes { package { name } } } } } }"""
     )
     assert len(data["packages"]["nodes"]) == 4
+
+
+def test_a_cursor_with_a_negative_offset_is_malformed_not_foreign(gql: GraphQLClient) -> None:
+    """The query's own cursor, its offset made negative: no cursor the API gives holds one."""
+    cursor = gql.data(SPECS_QUERY, first=2, after=None)["specs"]["pageInfo"]["endCursor"]
+    text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    owner = text.partition(":")[0]
+    negative = base64.urlsafe_b64encode(f"{owner}:-5".encode()).decode().rstrip("=")
+    error = gql(SPECS_QUERY, first=2, after=negative)["errors"][0]
+    assert error["message"].startswith("malformed cursor"), error
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"

@@ -227,6 +227,10 @@ def test_nearest_through_the_api(client: GraphQLClient) -> None:
     }
     assert haswell.index(blocked[0]) > max(i for i, n in enumerate(haswell) if n["usable"])
     assert client.data(NEAREST, s="nosuchpackage", n=3)["nearest"] == []
+    refused = client.error(NEAREST, s="hdf5", n=-1)  # as a connection's `first`
+    assert refused["message"] == "'first' must be 0 or more, got -1"
+    assert refused["extensions"]["code"] == "BAD_USER_INPUT"
+    assert client.data(NEAREST, s="hdf5", n=0)["nearest"] == []
 
 
 def test_nearest_takes_a_lockfile_node(client: GraphQLClient) -> None:

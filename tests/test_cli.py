@@ -342,8 +342,19 @@ def test_index_of_a_url_it_does_not_read_names_the_scheme(tmp_path: Path) -> Non
 def test_a_damaged_json_file_is_said_to_be_no_json_not_no_page(
     tmp_path: Path, content: bytes, said: str
 ) -> None:
-    damaged = tmp_path / "index.json"
+    """Named, or in a folder read as a build cache's: said the same way."""
+    damaged = tmp_path / "build_cache" / "index.json"
+    damaged.parent.mkdir()
     damaged.write_bytes(content)
-    result = cachegql("index", damaged, "--tag", "develop", "--out", tmp_path / "ix")
-    assert result.returncode == 1
-    assert said in result.stderr and "not a cache page" not in result.stderr
+    for source in (damaged, damaged.parent):
+        result = cachegql("index", source, "--tag", "develop", "--out", tmp_path / "ix")
+        assert result.returncode == 1
+        assert said in result.stderr and "not a cache page" not in result.stderr, source
+        assert "surrogates" not in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--tag", "--stack"])
+def test_index_refuses_an_empty_tag_or_stack_label(tmp_path: Path, flag: str) -> None:
+    result = cachegql("index", tmp_path, flag, " ", "--out", tmp_path / "ix")
+    assert result.returncode == 2
+    assert f"argument {flag}: expected a name, got ' '" in result.stderr

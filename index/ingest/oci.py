@@ -19,6 +19,7 @@ import orjson
 
 from cachegql.index.ingest.buildcache import CacheData, binaries
 from cachegql.index.ingest.inflate import read_blob
+from cachegql.index.ingest.listings import json_error
 from cachegql.index.ingest.locations import Location, Opener
 from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.spackdb import SourceFormatError, read_database
@@ -69,4 +70,4 @@ def _json(data: bytes, where: str) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise SourceFormatError(f"{where}: not valid JSON ({exc})") from None
+        raise SourceFormatError(f"{where}: {json_error(exc)}") from None

@@ -23,6 +23,7 @@ import yaml
 
 from cachegql.index.ingest.dag_nodes import Database, Edge, Node, SourceFormatError
 from cachegql.index.ingest.files import Blob, release
+from cachegql.index.ingest.listings import json_error
 from cachegql.index.ingest.locations import PendingCheck
 from cachegql.index.ingest.node_reader import (
     FLAG_KINDS,
@@ -368,4 +369,4 @@ def _json(data: Blob, source: str) -> Any:
     try:
         return orjson.loads(data if isinstance(data, bytes) else memoryview(data))
     except orjson.JSONDecodeError as exc:
-        raise SourceFormatError(f"not valid JSON ({exc})") from None
+        raise SourceFormatError(json_error(exc)) from None
