@@ -72,7 +72,7 @@ class NamedLiteralValuesRule(ValuesOfCorrectTypeRule):
     def _report(self, error: GraphQLError, path: list[str | int]) -> None:
         if self.argument is not None and self.owners:
             within = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in path)
-            at = f", at {within[1:] if within.startswith('.') else within}" if within else ""
+            at = f", at {within.removeprefix('.')}" if within else ""
             owner = self.owners[-1]
             error.message = f"Argument '{self.argument}' of '{owner}'{at}: {error.message}"
         self.report_error(error)

@@ -66,40 +66,12 @@ def add_demo_command(commands: Any) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from cachegql.demo import DemoConfig, MirrorConfig, write_lockfile, write_mirror, write_pages
+    from cachegql.demo import DemoConfig, write_pages
 
     tags = tuple(t.strip() for t in args.tags.split(",") if t.strip())
-    if args.mirror:
-        mirror = MirrorConfig(
-            specs=args.specs,
-            packages=args.packages,
-            stacks=args.stacks,
-            seed=args.seed,
-            tag=tags[0] if tags else "develop",
-        )
-        try:
-            summary = write_mirror(mirror, args.out)
-        except ValueError as exc:
-            return _refused(exc, args, f", --stacks {args.stacks}")
-        except OSError as exc:
-            return _cannot_write(exc, args)
-        print(
-            f"wrote a build cache of {summary.specs} specs ({summary.nodes} DAG nodes, "
-            f"{summary.edges} edges, {len(summary.stacks)} stacks) to {summary.mirror}; "
-            f"its listing: {summary.listing}"
-        )
-        try:
-            pinned, cached = write_lockfile(summary.mirror, args.out, seed=args.seed)
-        except ValueError as exc:
-            return _refused(exc, args, f", --stacks {args.stacks}")
-        except OSError as exc:
-            return _cannot_write(exc, args)
-        print(
-            f"and an environment over it: {args.out / 'spack.lock'} ({pinned} specs, "
-            f"{cached} of them in the cache; try `cachegql check`)"
-        )
-        return _push(args, summary.stacks, summary.tag) if args.push_to else 0
     try:
+        if args.mirror:
+            return _mirror(args, tags)
         config = DemoConfig(packages=args.packages, specs=args.specs, tags=tags, seed=args.seed)
         pages, specs = write_pages(config, args.out)
     except ValueError as exc:
@@ -110,10 +82,37 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refused(exc: ValueError, args: argparse.Namespace, more: str = "") -> int:
+def _mirror(args: argparse.Namespace, tags: tuple[str, ...]) -> int:
+    """`demo-data --mirror`: a build cache, an environment over it, pushed if asked."""
+    from cachegql.demo import MirrorConfig, write_lockfile, write_mirror
+
+    mirror = MirrorConfig(
+        specs=args.specs,
+        packages=args.packages,
+        stacks=args.stacks,
+        seed=args.seed,
+        tag=tags[0] if tags else "develop",
+    )
+    summary = write_mirror(mirror, args.out)
+    print(
+        f"wrote a build cache of {summary.specs} specs ({summary.nodes} DAG nodes, "
+        f"{summary.edges} edges, {len(summary.stacks)} stacks) to {summary.mirror}; "
+        f"its listing: {summary.listing}"
+    )
+    pinned, cached = write_lockfile(summary.mirror, args.out, seed=args.seed)
+    print(
+        f"and an environment over it: {args.out / 'spack.lock'} ({pinned} specs, "
+        f"{cached} of them in the cache; try `cachegql check`)"
+    )
+    return _push(args, summary.stacks, summary.tag) if args.push_to else 0
+
+
+def _refused(exc: ValueError, args: argparse.Namespace) -> int:
     """Numbers or tags the generator cannot use: said with what was given, exit 2 as
     for any bad argument."""
-    given = f"--specs {args.specs}, --packages {args.packages}, --tags {args.tags!r}{more}"
+    given = f"--specs {args.specs}, --packages {args.packages}, --tags {args.tags!r}"
+    if args.mirror:
+        given += f", --stacks {args.stacks}"
     print(f"error: {exc} (given {given})", file=sys.stderr)
     return 2
 
