@@ -1,10 +1,13 @@
 """One keep-alive client, one request at a time: cachegql's latency against the floor's.
 
     .venv/bin/python bench/one_client.py --index DIR [--server-venv VENV] [--runs 400]
+        [--written]
 
 Serves the index with `cachegql serve` (1 worker, no response cache), then sends a hash
 lookup and a 20-spec package page with facets, each request with other variables than
-any before it (a different hash, a different package), over one keep-alive connection.
+any before it (a different hash, a different package), over one keep-alive connection;
+with `--written`, the hash or package written into the query's text instead, a new
+document each request, as curl or a page building its query string sends it.
 The floor (`floor_app.py`, the same uvicorn settings) runs beside it on the next port
 and answers the same-sized bodies; the requests go to both in blocks in turn, so that
 the machine's drift (tens of percent here from minute to minute) hits both alike.
@@ -50,7 +53,20 @@ def page_packages(snapshot: Any) -> list[str]:
     return [snapshot.package(int(i)).name for i in np.flatnonzero(sizes >= 20)]
 
 
-def bodies(index: Path, runs: int) -> dict[str, list[bytes]]:
+def written(query: str, name: str) -> str:
+    """`query` with its one variable `name` written in its text: `"%s"`, for each value."""
+    operation, _, rest = query.partition("{")
+    assert operation.startswith("query(") and rest.count(f"${name}") == 1
+    return "{" + rest.replace(f"${name}", '"%s"')
+
+
+def _body(query: str, name: str, value: str, in_text: bool) -> bytes:
+    if in_text:
+        return json.dumps({"query": written(query, name) % value}).encode()
+    return json.dumps({"query": query, "variables": {name: value}}).encode()
+
+
+def bodies(index: Path, runs: int, in_text: bool = False) -> dict[str, list[bytes]]:
     from cachegql.index import IndexStore
 
     store = IndexStore(index)
@@ -60,12 +76,8 @@ def bodies(index: Path, runs: int) -> dict[str, list[bytes]]:
     names = page_packages(snapshot)[:runs]
     store.close()
     return {
-        "hash lookup": [
-            json.dumps({"query": LOOKUP, "variables": {"h": h}}).encode() for h in hashes
-        ][:runs],
-        "20-spec page": [
-            json.dumps({"query": PAGE, "variables": {"p": n}}).encode() for n in names
-        ],
+        "hash lookup": [_body(LOOKUP, "h", h, in_text) for h in hashes][:runs],
+        "20-spec page": [_body(PAGE, "p", n, in_text) for n in names],
     }
 
 
@@ -104,9 +116,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--index", type=Path, required=True)
     parser.add_argument("--server-venv", type=Path, default=VENV.parent)
     parser.add_argument("--runs", type=int, default=400)
+    parser.add_argument(
+        "--written", action="store_true", help="values written into the text, not variables"
+    )
     args = parser.parse_args(argv)
     url = f"http://127.0.0.1:{PORT}/graphql"
-    work = bodies(args.index, args.runs)
+    work = bodies(args.index, args.runs, args.written)
     WORK.mkdir(parents=True, exist_ok=True)  # the floor's bodies
     with server(cachegql_command(args.index, 1, False, args.server_venv / "bin"), url):
         for name, payloads in work.items():

@@ -32,9 +32,9 @@ from graphql.execution.values import VariableValues, get_argument_values
 
 __all__ = ["argument_values"]
 
-MAX_TEMPLATES = 256
-"""Templates kept (a field node each), as many as the plans and documents cached beside
-them; past this, all are dropped and made again."""
+MAX_TEMPLATES = 512
+"""Templates kept (a field node each), as many as the plans cached beside them (the
+documents and the shapes: `direct`); past this, all are dropped and made again."""
 
 
 class _Marker:

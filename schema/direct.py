@@ -9,6 +9,9 @@ its plan. Each request then prices the operation (the cost limit, with the reque
 variables and the served index's bounds, exactly as `CostLimit` does), coerces its
 variables, runs the plan and writes `{"data": ...}` with orjson.
 
+A document that differs from a prepared one only in its strings is answered by the
+operation prepared for their shape, each string a variable (`literal_shapes`): a client
+writing a new hash into each query's text has nothing parsed, validated or compiled.
 Anything else is declined, with the reason, and the caller runs the stock path, which
 answers exactly as it always has, errors included. `EXECUTIONS` names the reasons.
 Documents over `MAX_PLANNED_CHARS` are not planned (the cache holds at most
@@ -25,35 +28,15 @@ from typing import Any, NamedTuple
 
 import orjson
 from graphql import (
+    ASTValidationRule,
     DocumentNode,
     FragmentDefinitionNode,
     GraphQLError,
     GraphQLSchema,
     OperationDefinitionNode,
     parse,
-    specified_rules,
 )
 from graphql.execution.values import VariableValues, get_variable_values
-from graphql.validation import (
-    ASTValidationRule,
-    DeferStreamDirectiveLabel,
-    DeferStreamDirectiveOnRootField,
-    DeferStreamDirectiveOnValidOperationsRule,
-    FragmentsOnCompositeTypesRule,
-    KnownDirectivesRule,
-    KnownFragmentNamesRule,
-    NoFragmentCyclesRule,
-    NoUndefinedVariablesRule,
-    NoUnusedFragmentsRule,
-    NoUnusedVariablesRule,
-    PossibleFragmentSpreadsRule,
-    StreamDirectiveOnListField,
-    UniqueDirectivesPerLocationRule,
-    UniqueFragmentNamesRule,
-    UniqueVariableNamesRule,
-    VariablesAreInputTypesRule,
-    VariablesInAllowedPositionRule,
-)
 from strawberry.schema.schema import validate_document
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types import ExecutionResult
@@ -63,7 +46,15 @@ from cachegql.schema.compiled import Arguments, Plan, compile_operation
 from cachegql.schema.context import Context
 from cachegql.schema.inline import Reads
 from cachegql.schema.limits import MAX_TOKENS, price
+from cachegql.schema.literal_shapes import (
+    Shapes,
+    StringLiterals,
+    as_variables,
+    string_literals,
+    with_strings,
+)
 from cachegql.schema.price_key import price_key
+from cachegql.schema.validation_rules import rules_for
 from cachegql.schema.variables import VariablesAsGiven
 
 __all__ = [
@@ -89,50 +80,6 @@ EXECUTIONS = {
 """How an operation was executed, as counted in `/metrics` (`cachegql_executions_total`)."""
 STATS: Counter[str] = Counter()
 """The executions of this process, by the names of `EXECUTIONS`."""
-RULES_NEEDING: tuple[tuple[tuple[str, ...], frozenset[type[ASTValidationRule]]], ...] = (
-    (
-        ("$",),
-        frozenset(
-            {
-                UniqueVariableNamesRule,
-                NoUndefinedVariablesRule,
-                NoUnusedVariablesRule,
-                VariablesAreInputTypesRule,
-                VariablesInAllowedPositionRule,
-            }
-        ),
-    ),
-    (
-        ("...", "fragment"),
-        frozenset(
-            {
-                UniqueFragmentNamesRule,
-                KnownFragmentNamesRule,
-                NoUnusedFragmentsRule,
-                PossibleFragmentSpreadsRule,
-                NoFragmentCyclesRule,
-                FragmentsOnCompositeTypesRule,
-            }
-        ),
-    ),
-    (
-        ("@",),
-        frozenset(
-            {
-                KnownDirectivesRule,
-                UniqueDirectivesPerLocationRule,
-                DeferStreamDirectiveLabel,
-                DeferStreamDirectiveOnRootField,
-                DeferStreamDirectiveOnValidOperationsRule,
-                StreamDirectiveOnListField,
-            }
-        ),
-    ),
-)
-"""Validation rules that can only report on variables, fragments or directives, with the
-text that each of those needs (`$`, `...` or `fragment`, `@`). A document without that
-text has none of them, and skipping these rules cannot change its verdict; it takes
-half the time of validating a document such as `bench/run.py`'s `selective_page`."""
 
 
 # Answer and Ready are named tuples, not frozen dataclasses: one of each is made per
@@ -201,6 +148,7 @@ class DirectPath:
         self.size = size
         self._prepared: OrderedDict[tuple[str, str | None], _Prepared] = OrderedDict()
         self._lock = Lock()
+        self.shapes: Shapes[_Prepared] = Shapes(size)
 
     def answer(
         self,
@@ -227,12 +175,12 @@ class DirectPath:
         else an `Answer` saying why not; None when it is not prepared yet and `prepare`
         is false (preparing a new document can take milliseconds)."""
         if prepare:
-            prepared = self._prepare(query, operation_name, variables, context)
+            prepared, variables = self._prepare(query, operation_name, variables, context)
         else:
-            known = self._known(query, operation_name)
+            known = self._known(query, operation_name, variables, string_literals(query))
             if known is None:
                 return None
-            prepared = known
+            prepared, variables = known
         if prepared.plan is None:
             return _declined(prepared.execution)
         assert prepared.operation is not None and prepared.fragments is not None
@@ -284,30 +232,72 @@ class DirectPath:
         operation_name: str | None,
         variables: dict[str, Any] | None,
         context: Context,
-    ) -> _Prepared:
+    ) -> tuple[_Prepared, dict[str, Any] | None]:
+        """The prepared operation of the document, or of its shape, and the variables
+        to run it with (`literal_shapes`)."""
         if len(query) > MAX_PLANNED_CHARS:
-            return _UNCOVERED
-        key = (query, operation_name)
-        prepared = self._known(query, operation_name)
-        if prepared is not None:
-            return prepared
+            return _UNCOVERED, variables
+        literals = string_literals(query)
+        known = self._known(query, operation_name, variables, literals)
+        if known is not None:
+            return known
+        # A shape is prepared when its second document comes: a client whose every
+        # document has a shape of its own (new aliases) pays no second preparation.
+        if literals is not None and self.shapes.seen_once(literals, operation_name):
+            shaped = self._prepare_shape(query, operation_name, variables, context, literals)
+            if shaped is not None:
+                return shaped
         prepared = self._prepare_new(query, operation_name, variables, context)
-        if prepared is None:
-            return _INVALID  # not kept: a cost over the limit may depend on the variables
+        if prepared is None:  # not kept: a cost over the limit may depend on the variables
+            return _INVALID, variables
         with self._lock:
-            self._prepared[key] = prepared
+            self._prepared[(query, operation_name)] = prepared
             while len(self._prepared) > self.size:
                 self._prepared.popitem(last=False)
-        return prepared
+        if literals is not None and prepared.plan is not None:
+            self.shapes.saw(literals, operation_name)
+        return prepared, variables
 
-    def _known(self, query: str, operation_name: str | None) -> _Prepared | None:
-        """The prepared operation, if this document and name were prepared before."""
+    def _known(
+        self,
+        query: str,
+        operation_name: str | None,
+        variables: dict[str, Any] | None,
+        literals: StringLiterals | None,
+    ) -> tuple[_Prepared, dict[str, Any] | None] | None:
+        """The prepared operation, if this document and name, or its shape, were
+        prepared before, and the variables to run it with."""
         key = (query, operation_name)
         with self._lock:
             prepared = self._prepared.get(key)
             if prepared is not None:
                 self._prepared.move_to_end(key)
-            return prepared
+                return prepared, variables
+        return None if literals is None else self.shapes.find(literals, operation_name, variables)
+
+    def _prepare_shape(
+        self,
+        query: str,
+        operation_name: str | None,
+        variables: dict[str, Any] | None,
+        context: Context,
+        literals: StringLiterals,
+    ) -> tuple[_Prepared, dict[str, Any]] | None:
+        """The document as variables, prepared for its shape, and the variables to run it
+        with; None (the document to be prepared alone) where it is not answered so."""
+        document = as_variables(query, operation_name, literals)
+        merged = with_strings(variables, literals.values)
+        prepared = None
+        if document is not None:
+            rules = rules_for(query, marked="$")
+            prepared = self._prepare_parsed(document, rules, operation_name, merged, context)
+            if prepared is None:
+                return None  # over the cost limit with these strings: perhaps not with others
+        if prepared is None or prepared.plan is None:
+            self.shapes.keep(literals, operation_name, None)
+            return None
+        self.shapes.keep(literals, operation_name, prepared)
+        return prepared, merged
 
     def _prepare_new(
         self,
@@ -316,12 +306,23 @@ class DirectPath:
         variables: dict[str, Any] | None,
         context: Context,
     ) -> _Prepared | None:
-        """Parse, price (before validation, as the stock path does), validate, compile."""
+        """Parse, then `_prepare_parsed`."""
         try:
             # Without locations: a plan reports no errors (the stock path parses again).
             document = parse(query, max_tokens=MAX_TOKENS, no_location=True)
         except GraphQLError:
             return _INVALID
+        return self._prepare_parsed(document, rules_for(query), operation_name, variables, context)
+
+    def _prepare_parsed(
+        self,
+        document: DocumentNode,
+        rules: tuple[type[ASTValidationRule], ...],
+        operation_name: str | None,
+        variables: dict[str, Any] | None,
+        context: Context,
+    ) -> _Prepared | None:
+        """Price (before validation, as the stock path does), validate, compile."""
         operation = _operation(document, operation_name)
         if operation is None:
             return _INVALID
@@ -334,7 +335,7 @@ class DirectPath:
         )
         if self._within_cost(prepared, variables, context) is None:
             return None
-        if validate_document(self.schema, document, _rules(query)):
+        if validate_document(self.schema, document, rules):
             return _INVALID
         query_type = self.schema.query_type
         if query_type is None:
@@ -383,15 +384,6 @@ def _operation(document: DocumentNode, name: str | None) -> OperationDefinitionN
         return operations[0] if len(operations) == 1 else None
     named = [o for o in operations if o.name is not None and o.name.value == name]
     return named[0] if len(named) == 1 else None
-
-
-def _rules(query: str) -> tuple[type[ASTValidationRule], ...]:
-    """The validation rules that can report anything on `query` (`RULES_NEEDING`)."""
-    skipped: set[type[ASTValidationRule]] = set()
-    for markers, rules in RULES_NEEDING:
-        if not any(marker in query for marker in markers):
-            skipped |= rules
-    return tuple(rule for rule in specified_rules if rule not in skipped)
 
 
 def _declined(execution: str, renew_budget: bool = False) -> Answer:
