@@ -33,8 +33,8 @@ from graphql.execution.values import VariableValues, get_argument_values
 __all__ = ["argument_values"]
 
 MAX_TEMPLATES = 512
-"""Templates kept (a field node each), as many as the plans cached beside them (the
-documents and the shapes: `direct`); past this, all are dropped and made again."""
+"""Templates kept, one per field node with arguments of the plans cached beside them
+(documents and shapes, 256 of each: `direct`); past this, all are dropped and made again."""
 
 
 class _Marker:

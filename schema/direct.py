@@ -9,13 +9,14 @@ its plan. Each request then prices the operation (the cost limit, with the reque
 variables and the served index's bounds, exactly as `CostLimit` does), coerces its
 variables, runs the plan and writes `{"data": ...}` with orjson.
 
-A document that differs from a prepared one only in its strings is answered by the
-operation prepared for their shape, each string a variable (`literal_shapes`): a client
-writing a new hash into each query's text has nothing parsed, validated or compiled.
-Anything else is declined, with the reason, and the caller runs the stock path, which
-answers exactly as it always has, errors included. `EXECUTIONS` names the reasons.
-Documents over `MAX_PLANNED_CHARS` are not planned (the cache holds at most
-`PLAN_CACHE_SIZE` documents, so at most that many times this much text).
+Documents that differ only in their strings are answered by one operation prepared for
+their shape, each string a variable (`literal_shapes`): from the third document of a
+shape on, a client writing a new hash into each query's text has nothing parsed,
+validated or compiled. Anything else is declined, with the reason, and the caller runs
+the stock path, which answers exactly as it always has, errors included. `EXECUTIONS`
+names the reasons. Documents over `MAX_PLANNED_CHARS` are not planned (the caches hold at
+most `PLAN_CACHE_SIZE` documents and as many shapes, so at most twice that many times
+this much text).
 """
 
 from __future__ import annotations
@@ -290,9 +291,9 @@ class DirectPath:
         prepared = None
         if document is not None:
             rules = rules_for(query, marked="$")
-            prepared = self._prepare_parsed(document, rules, operation_name, merged, context)
-            if prepared is None:
-                return None  # over the cost limit with these strings: perhaps not with others
+            prepared = self._prepare_parsed(
+                document, rules, operation_name, merged, context, priced=False
+            )
         if prepared is None or prepared.plan is None:
             self.shapes.keep(literals, operation_name, None)
             return None
@@ -321,8 +322,12 @@ class DirectPath:
         operation_name: str | None,
         variables: dict[str, Any] | None,
         context: Context,
+        *,
+        priced: bool = True,
     ) -> _Prepared | None:
-        """Price (before validation, as the stock path does), validate, compile."""
+        """Price (before validation, as the stock path does), validate, compile; None
+        when `priced` and the price is over the limit (with these variables: perhaps not
+        with others). A shape is not priced here: each request is, in `ready`."""
         operation = _operation(document, operation_name)
         if operation is None:
             return _INVALID
@@ -333,7 +338,7 @@ class DirectPath:
         prepared.variable_names = tuple(
             d.variable.name.value for d in operation.variable_definitions or ()
         )
-        if self._within_cost(prepared, variables, context) is None:
+        if priced and self._within_cost(prepared, variables, context) is None:
             return None
         if validate_document(self.schema, document, rules):
             return _INVALID

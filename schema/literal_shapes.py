@@ -153,7 +153,8 @@ def _name_of(operation: OperationDefinitionNode) -> str | None:
 
 class _AsVariables(Visitor):
     """Each string a variable, named in order; `plain` turns false at a string that is a
-    variable's default value, or at a variable named as the strings' are."""
+    variable's default value or a description, or at a variable named as the strings'
+    are."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -171,8 +172,10 @@ class _AsVariables(Visitor):
         if node.name.value.startswith(LITERAL_PREFIX):
             self.plain = False
 
-    def enter_string_value(self, node: StringValueNode, *_: Any) -> VariableNode | None:
-        if self._in_definition:
+    def enter_string_value(
+        self, node: StringValueNode, key: str | int | None, *_: Any
+    ) -> VariableNode | None:
+        if self._in_definition or key == "description":  # no value: a definition's words
             self.plain = False
             return None
         self.values.append(node.value)
@@ -205,9 +208,11 @@ class Shapes(Generic[PreparedT]):
         key = (literals.shape, operation_name)
         with self._lock:
             known = self._shapes.get(key)
-            if known is None or known.prepared is None:
+            if known is None:
                 return None
-            self._shapes.move_to_end(key)
+            self._shapes.move_to_end(key)  # in use, even refused: kept as such
+            if known.prepared is None:
+                return None
             self.taken += 1
         return known.prepared, with_strings(variables, literals.values)
 
@@ -235,6 +240,7 @@ class Shapes(Generic[PreparedT]):
         self, key: tuple[str, str | None], known: _Known[PreparedT], new: bool = False
     ) -> None:
         if new and key in self._shapes:
+            self._shapes.move_to_end(key)
             return
         self._shapes[key] = known
         self._shapes.move_to_end(key)

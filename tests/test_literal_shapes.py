@@ -113,6 +113,7 @@ def test_strings_of_a_fragment_after_the_operation_are_declared_too() -> None:
         ('query($_literal0: String) { package(name: "a") { name } }', None),
         ('query($ _literal0: String) { package(name: "a") { name } }', None),
         ('{ package(name: "a" { name } }', None),  # no document
+        ('"words" query Q { package(name: "a") { name } }', None),  # a description
     ],
 )
 def test_strings_that_could_mean_otherwise_leave_a_document_unshaped(
@@ -206,6 +207,8 @@ def test_shapes_are_kept_for_the_last_few() -> None:
 _MANY_WORDS = '{ specs(search: "' + " zlib" * 30 + '", first: 100) { nodes { hash } } }'
 TEMPLATES = [
     "{ spec(hash: %s) { hash name version compiler { name version } os target } }",
+    "fragment F on Spec { hash name dependents(filter: { os: { ne: %s } }) { totalCount } } "
+    "query { spec(hash: %s) { ...F } }",
     "{ specs(filter: { hash: { eq: %s } }, first: 3) { totalCount nodes { hash name } "
     "facets { oss { value count } } } }",
     "query Named($n: Int) { a: spec(hash: %s) { ...F } b: specs(query: %s, first: $n) "
@@ -292,6 +295,7 @@ def test_a_shape_that_cannot_answer_leaves_the_document_to_the_stock_path(
         assert answer.execution == "compiled"
     answer = schema.answer_sync(template % sent, None, Context(pair.store))
     assert shapes.taken == 1 and answer.execution != "compiled"
+    assert len(schema.direct) == 1, "only the first document prepared alone"  # type: ignore[arg-type]
     stock = build_schema(
         max_cost=1_500, execution=StrawberryGraphQLCoreExecutionContext, compiled=False
     ).execute_sync(template % sent, context_value=Context(pair.store))
@@ -366,7 +370,7 @@ def test_over_http_documents_of_one_shape_answer_as_the_stock_path(
     gql: GraphQLClient, hashes: list[str]
 ) -> None:
     """The served app (compared with the stock path by the client, `Differential`)."""
-    template = TEMPLATES[2]
+    template = TEMPLATES[3]
     for digest in hashes:
         data = gql.data(_filled(template, [digest, f"/{digest[:9]}"]), n=1)
         assert data["a"]["hash"] == digest and data["b"]["nodes"][0]["hash"] == digest
