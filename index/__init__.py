@@ -25,6 +25,7 @@ from cachegql.index.coverage import (
 )
 from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import FORMAT_VERSION
+from cachegql.index.disk.memory import release_freed
 from cachegql.index.disk.publish import PublishError, received
 from cachegql.index.disk.snapshot import DependencyData, PackageData, Snapshot
 from cachegql.index.disk.spec_columns import SpecColumns
@@ -185,6 +186,7 @@ __all__ = [
     "read_lock_node",
     "read_lockfile",
     "received",
+    "release_freed",
     "renewed",
     "run_with_deadline",
     "runs_on",

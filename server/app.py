@@ -41,6 +41,7 @@ from cachegql.server.front import front_door
 from cachegql.server.frontend import Frontend
 from cachegql.server.graphql_http import GraphQLEndpoint
 from cachegql.server.holder import IndexHolder
+from cachegql.server.idle_memory import release_when_idle
 from cachegql.server.metrics import Metrics
 from cachegql.server.response_cache import ResponseCache
 from cachegql.server.settings import Settings
@@ -96,6 +97,7 @@ def create_app(settings: Settings, store: IndexStore | None = None) -> Starlette
         async with anyio.create_task_group() as tasks:
             if settings.reload_interval > 0:
                 tasks.start_soon(_watch, holder, settings.reload_interval)
+            tasks.start_soon(release_when_idle, bounded)
             ready["serving"] = True
             try:
                 yield

@@ -73,6 +73,7 @@ class FastPost:
             await self.slow(scope, receive, send)  # answered 503 there
             return
         start = time.perf_counter()
+        admission.admitted += 1
         admission.in_progress += counted
         try:
             try:
