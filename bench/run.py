@@ -51,8 +51,8 @@ VENV = ROOT / ".venv" / "bin"
 PEER_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
 TAGS = "develop,develop-2025-03-30,v0.22.0"
 # Another checkout's benchmark may hold 8871 on a shared machine: then set another.
-REST_SECONDS = 2.5  # past `cachegql.server.idle_memory`'s two idle seconds at most
 PORT = int(os.environ.get("BENCH_PORT") or os.environ.get("CACHEGQL_BENCH_PORT") or "8871")
+REST_SECONDS = 2.5  # past `cachegql.server.idle_memory`'s two idle seconds at most
 SMALL_FACETS = (
     "compilers { value count } oss { value count } platforms { value count } "
     "targets { value count } stacks { value count }"

@@ -25,7 +25,7 @@ from cachegql.index.coverage import (
 )
 from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import FORMAT_VERSION
-from cachegql.index.disk.memory import release_freed
+from cachegql.index.disk.memory import release_freed, releases_freed
 from cachegql.index.disk.publish import PublishError, received
 from cachegql.index.disk.snapshot import DependencyData, PackageData, Snapshot
 from cachegql.index.disk.spec_columns import SpecColumns
@@ -187,6 +187,7 @@ __all__ = [
     "read_lockfile",
     "received",
     "release_freed",
+    "releases_freed",
     "renewed",
     "run_with_deadline",
     "runs_on",

@@ -26,18 +26,17 @@ class Admission:
         self.app = app
         self.max_requests = max_requests
         self.in_progress = 0
-        self.admitted = 0
-        """Requests admitted so far (`idle_memory` tells an idle worker by it)."""
+        """Requests in progress, counted with or without a bound."""
+        self.arrived = 0
+        """Requests that reached the door, admitted or not (`idle_memory` tells an idle
+        worker by it)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        self.admitted += 1
-        if self.max_requests <= 0:
-            await self.app(scope, receive, send)
-            return
-        if self.in_progress >= self.max_requests:
+        self.arrived += 1
+        if 0 < self.max_requests <= self.in_progress:
             await _overloaded(send, self.max_requests)
             return
         self.in_progress += 1

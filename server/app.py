@@ -29,7 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 from uvicorn.config import STARTUP_FAILURE
 
-from cachegql.index import IndexLoadError, IndexStore
+from cachegql.index import IndexLoadError, IndexStore, releases_freed
 from cachegql.schema import export_sdl
 from cachegql.server import playground
 from cachegql.server.access_log import LOG_FORMAT, AccessLog, configure_logger
@@ -69,6 +69,13 @@ def create_app(settings: Settings, store: IndexStore | None = None) -> Starlette
     limit = BodyLimit(graphql, settings.max_body_bytes, settings.read_timeout)
     bounded = Admission(limit, settings.max_requests)
     ready = {"serving": False}
+
+    def arrived() -> int:
+        return bounded.arrived
+
+    def busy() -> bool:  # a request in progress, or a query still running (abandoned)
+        return bounded.in_progress > 0 or endpoint.offloader.limiter.borrowed_tokens > 0
+
     sdl = export_sdl()
 
     async def health(request: Request) -> Response:
@@ -97,7 +104,8 @@ def create_app(settings: Settings, store: IndexStore | None = None) -> Starlette
         async with anyio.create_task_group() as tasks:
             if settings.reload_interval > 0:
                 tasks.start_soon(_watch, holder, settings.reload_interval)
-            tasks.start_soon(release_when_idle, bounded)
+            if releases_freed():
+                tasks.start_soon(release_when_idle, arrived, busy)
             ready["serving"] = True
             try:
                 yield

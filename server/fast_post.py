@@ -68,13 +68,12 @@ class FastPost:
             return
         content_type = eligible[0]
         admission = self.admission
-        counted = admission.max_requests > 0
-        if counted and admission.in_progress >= admission.max_requests:
+        if 0 < admission.max_requests <= admission.in_progress:
             await self.slow(scope, receive, send)  # answered 503 there
             return
         start = time.perf_counter()
-        admission.admitted += 1
-        admission.in_progress += counted
+        admission.arrived += 1
+        admission.in_progress += 1
         try:
             try:
                 read, body = await self._read(receive, eligible[2])
@@ -87,7 +86,7 @@ class FastPost:
         finally:
             # Whatever ends the read (a client gone, a cancel at shutdown), the slot is
             # given back: a slot lost per request would leave the worker answering 503.
-            admission.in_progress -= counted
+            admission.in_progress -= 1
         await self.slow(scope, replay(read, receive), send)
 
     def _eligible(self, scope: Scope) -> tuple[str, str, int] | None:

@@ -6,7 +6,7 @@ import ctypes
 import functools
 from collections.abc import Callable
 
-__all__ = ["release_freed"]
+__all__ = ["release_freed", "releases_freed"]
 
 
 def release_freed() -> None:
@@ -21,6 +21,11 @@ def release_freed() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def releases_freed() -> bool:
+    """Whether `release_freed` does anything here (glibc)."""
+    return _malloc_trim() is not None
 
 
 @functools.cache
