@@ -21,12 +21,13 @@ valid (the schema's `String` arguments and input fields: it has no `ID`, enum or
 scalar taking strings), not for an `Int` or a list given one value. The operation with
 variables is the stricter of the two: two fields that would merge with equal strings do
 not with two variables, and the shape is then not prepared. A document whose strings
-could be read otherwise has no shape: one with a comment (`#`), a block string, an escape
-(`\\`), a line break or other control character or half a surrogate pair in a string
-(left to the parser, whatever it makes of them), a string in a variable's default value,
-more than `MAX_SHAPED_STRINGS` strings, or more than one operation. Anything the plan does
-not answer (an error, a cost over the limit) is answered by the stock path from the
-document as sent, so errors and their locations are the document's own.
+could be read otherwise has no shape: one with a block string, or a string holding an
+escape (`\\`), a line break or other control character or half a surrogate pair (left to
+the parser, whatever it makes of them), a string in a variable's default value or a
+description, more than `MAX_SHAPED_STRINGS` strings, or more than one operation. Comments
+stay in the shape: documents whose comments differ are of different shapes. Anything the
+plan does not answer (an error, a cost over the limit) is answered by the stock path from
+the document as sent, so errors and their locations are the document's own.
 """
 
 from __future__ import annotations
@@ -72,12 +73,12 @@ MAX_SHAPED_STRINGS = 64
 """Strings a shape may have: a document with more (a long `in` list) is prepared alone,
 as a few hundred variables cost more to validate than the same strings do."""
 
-# A plain string: any character but a quote, a backslash, a control character other than
-# tab, or half a surrogate pair (the parser refuses line breaks and lone surrogates; the
-# rest are left to it too, rather than follow its rules here).
-_STRING = re.compile(r'"([^"\\\x00-\x08\x0a-\x1f\ud800-\udfff]*)"')
-# Text in which a quote may not start a plain string: comments, block strings, escapes.
-_UNSHAPED = ("#", '"""', "\\")
+# A plain string, or a comment (to the end of its line), met from the left as the lexer
+# meets them: a `#` within a string is the string's, a quote within a comment the
+# comment's. A plain string holds any character but a quote, a backslash, a control
+# character other than tab, or half a surrogate pair (the parser refuses line breaks and
+# lone surrogates; the rest are left to it too, rather than follow its rules here).
+_STRING_OR_COMMENT = re.compile(r'"([^"\\\x00-\x08\x0a-\x1f\ud800-\udfff]*)"|#[^\n\r]*')
 
 
 class StringLiterals(NamedTuple):
@@ -88,18 +89,31 @@ class StringLiterals(NamedTuple):
 
 
 def string_literals(query: str) -> StringLiterals | None:
-    """The shape and strings of `query`; None where it has no string, or where a quote
-    could be read otherwise than as a plain string's (see the module's docstring)."""
-    if '"' not in query or any(marker in query for marker in _UNSHAPED):
+    """The shape and strings of `query` (its comments kept in the shape); None where it
+    has no string, or where a quote could be read otherwise than as a plain string's (see
+    the module's docstring)."""
+    if '"' not in query or '"""' in query:
         return None
-    values = tuple(_STRING.findall(query))
-    if len(values) > MAX_SHAPED_STRINGS:
+    pieces: list[str] = []
+    values: list[str] = []
+    end = 0
+    for match in _STRING_OR_COMMENT.finditer(query):
+        between = query[end : match.start()]
+        # A quote between matches is one no match took: a string that is not plain.
+        if '"' in between or len(values) > MAX_SHAPED_STRINGS:
+            return None
+        value = match.group(1)
+        if value is None:  # a comment
+            pieces += (between, match.group())
+        else:
+            pieces += (between, '""')
+            values.append(value)
+        end = match.end()
+    rest = query[end:]
+    if '"' in rest or not values or len(values) > MAX_SHAPED_STRINGS:
         return None
-    shape = _STRING.sub('""', query)
-    # Each quote left over is one no match took: the strings were not all plain.
-    if shape.count('"') != 2 * len(values):
-        return None
-    return StringLiterals(shape, values)
+    pieces.append(rest)
+    return StringLiterals("".join(pieces), tuple(values))
 
 
 def as_variables(

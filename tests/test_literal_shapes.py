@@ -47,6 +47,9 @@ def hashes(pair: Pair) -> list[str]:
         ('{ spec(hash: "abc") { hash } }', ('{ spec(hash: "") { hash } }', ("abc",))),
         ('{ a: f(x: "") b: f(x: "é\tz") }', ('{ a: f(x: "") b: f(x: "") }', ("", "é\tz"))),
         ('{ f(x: "a", y: ["b", "c d"]) }', ('{ f(x: "", y: ["", ""]) }', ("a", "b", "c d"))),
+        # Comments stay, quotes and all; a `#` in a string is the string's.
+        ('{ f(x: "a") } # "b"', ('{ f(x: "") } # "b"', ("a",))),
+        ('# ask "q"\n{ f(x: "c#d") }', ('# ask "q"\n{ f(x: "") }', ("c#d",))),
     ],
 )
 def test_a_documents_strings_are_read_in_order_and_emptied(
@@ -60,7 +63,7 @@ def test_a_documents_strings_are_read_in_order_and_emptied(
     [
         "{ tags { name } }",  # no string
         '{ f(x: "a\\"b") }',  # an escape
-        '{ f(x: "a") } # "b"',  # a comment
+        '{ f(x: "a\\"#b") }',  # an escape, then what would be a comment
         '{ f(x: """a""") }',  # a block string
         '{ f(x: "a\nb") }',  # a line break, which no string holds
         '{ f(x: "a\x01b") }',  # a control character
@@ -138,10 +141,18 @@ def test_a_document_of_too_many_strings_has_no_shape() -> None:
 _ALPHABET = st.sampled_from(list('ab "\\#\t\n\r\x01\x7féz\ufeff{}$@'))
 
 
-@given(st.lists(st.text(_ALPHABET, max_size=6), min_size=1, max_size=3))
-@settings(max_examples=300, deadline=None)
-def test_strings_found_are_the_parsers_whenever_a_shape_is_given(parts: list[str]) -> None:
-    query = "{ f(" + " ".join(f'a{n}: "{part}"' for n, part in enumerate(parts)) + ") }"
+_SEPARATOR = st.sampled_from([" ", "\n", ' # a "comment" \n', " #\r"])
+
+
+@given(st.lists(st.tuples(st.text(_ALPHABET, max_size=6), _SEPARATOR), min_size=1, max_size=3))
+@settings(max_examples=500, deadline=None)
+def test_strings_found_are_the_parsers_whenever_a_shape_is_given(
+    parts: list[tuple[str, str]],
+) -> None:
+    """Wherever the expression gives a shape and the parser reads the document, both find
+    the same strings, and the shape is the text with exactly those emptied."""
+    arguments = "".join(f'a{n}: "{part}"{gap}' for n, (part, gap) in enumerate(parts))
+    query = "{ f(" + arguments + ") }"
     literals = string_literals(query)
     if literals is None:
         return
@@ -149,19 +160,25 @@ def test_strings_found_are_the_parsers_whenever_a_shape_is_given(parts: list[str
         document = parse(query)
     except GraphQLError:  # no shape is prepared from such a document (`as_variables`)
         return
-    strings: list[str] = []
-    visit(document, _Strings(strings))
-    assert list(literals.values) == strings
-    assert literals.shape == "{ f(" + " ".join(f'a{n}: ""' for n in range(len(strings))) + ") }"
+    strings = _Strings()
+    visit(document, strings)
+    assert list(literals.values) == [value for value, _, _ in strings.found]
+    shape: list[str] = []
+    end = 0
+    for _, start, stop in strings.found:
+        shape += (query[end:start], '""')
+        end = stop
+    assert literals.shape == "".join(shape) + query[end:]
 
 
 class _Strings(Visitor):
-    def __init__(self, found: list[str]) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.found = found
+        self.found: list[tuple[str, int, int]] = []
 
     def enter_string_value(self, node: StringValueNode, *_: Any) -> None:
-        self.found.append(node.value)
+        assert node.loc is not None
+        self.found.append((node.value, node.loc.start, node.loc.end))
 
 
 def test_given_variables_are_kept_and_strings_added() -> None:
@@ -215,6 +232,9 @@ TEMPLATES = [
     "{ nodes { ...F } } } fragment F on Spec { hash name }",
     '{ specs(filter: { or: [{ hash: { eq: %s } }, { os: { eq: "nowhere" } }] }, first: 2) '
     "{ totalCount nodes { hash } } }",
+    # As GraphiQL's first document: comments, a quote in one, a `#` in a string.
+    '# cachegql: "Spack" build caches\n#\n{ spec(hash: %s) { hash name } '
+    'specs(query: %s, filter: { os: { ne: "#" } }, first: 1) { totalCount } }',
 ]
 
 
