@@ -100,7 +100,7 @@ def string_literals(query: str) -> StringLiterals | None:
     for match in _STRING_OR_COMMENT.finditer(query):
         between = query[end : match.start()]
         # A quote between matches is one no match took: a string that is not plain.
-        if '"' in between or len(values) > MAX_SHAPED_STRINGS:
+        if '"' in between:
             return None
         value = match.group(1)
         if value is None:  # a comment
@@ -108,9 +108,11 @@ def string_literals(query: str) -> StringLiterals | None:
         else:
             pieces += (between, '""')
             values.append(value)
+            if len(values) > MAX_SHAPED_STRINGS:
+                return None
         end = match.end()
     rest = query[end:]
-    if '"' in rest or not values or len(values) > MAX_SHAPED_STRINGS:
+    if '"' in rest or not values:
         return None
     pieces.append(rest)
     return StringLiterals("".join(pieces), tuple(values))

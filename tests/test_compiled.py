@@ -9,7 +9,6 @@ module checks which operations a plan answers, which it leaves to the stock path
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,55 +21,9 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from cachegql.index import IndexStore, deadline
-from cachegql.schema import COMPILED_STATS, Context, build_schema
+from cachegql.schema import Context, build_schema
 from cachegql.schema.direct import MAX_PLANNED_CHARS, PLAN_CACHE_SIZE
-
-
-class Pair:
-    """The stock and the compiled schema over one index."""
-
-    def __init__(self, index: Path) -> None:
-        self.store = IndexStore(index)
-        self.stock = build_schema(execution=StrawberryGraphQLCoreExecutionContext, compiled=False)
-        self.compiled = build_schema()
-
-    def stock_answer(self, query: str, variables: dict[str, Any]) -> bytes:
-        """The stock path's answer, as the endpoint writes it when it has no errors."""
-        result = self.stock.execute_sync(
-            query, variable_values=variables, context_value=Context(self.store)
-        )
-        if not result.errors:
-            return orjson.dumps({"data": result.data})
-        errors = [e.formatted for e in result.errors]
-        return orjson.dumps({"data": result.data, "errors": errors})
-
-    def compiled_answer(self, query: str, variables: dict[str, Any]) -> tuple[str, bytes]:
-        answer = self.compiled.answer_sync(query, variables, Context(self.store))
-        if answer.body is not None:
-            return answer.execution, answer.body
-        assert answer.result is not None
-        result = answer.result
-        if not result.errors:
-            return answer.execution, orjson.dumps({"data": result.data})
-        errors = [e.formatted for e in result.errors]
-        return answer.execution, orjson.dumps({"data": result.data, "errors": errors})
-
-    def outcome(self, query: str, **variables: Any) -> str:
-        """How the compiled path answered `query`, once its bytes are checked to equal
-        the stock path's; the process's counters agree."""
-        before = dict(COMPILED_STATS)
-        execution, compiled = self.compiled_answer(query, variables)
-        assert compiled == self.stock_answer(query, variables), query
-        changed = [k for k, v in COMPILED_STATS.items() if v != before.get(k, 0)]
-        assert changed == [execution], changed
-        return execution
-
-
-@pytest.fixture(scope="module")
-def pair(pages_index: Path) -> Iterator[Pair]:
-    pair = Pair(pages_index)
-    yield pair
-    pair.store.close()
+from tests.conftest import Pair
 
 
 @pytest.fixture(scope="module")

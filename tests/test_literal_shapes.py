@@ -4,8 +4,6 @@ and answer exactly as each document alone does through strawberry's stock path."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -24,15 +22,7 @@ from cachegql.schema.literal_shapes import (
     string_literals,
     with_strings,
 )
-from tests.conftest import GraphQLClient
-from tests.test_compiled import Pair
-
-
-@pytest.fixture(scope="module")
-def pair(pages_index: Path) -> Iterator[Pair]:
-    pair = Pair(pages_index)
-    yield pair
-    pair.store.close()
+from tests.conftest import GraphQLClient, Pair
 
 
 @pytest.fixture(scope="module")
