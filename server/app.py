@@ -45,7 +45,7 @@ from cachegql.server.idle_memory import release_when_idle
 from cachegql.server.metrics import Metrics
 from cachegql.server.response_cache import ResponseCache
 from cachegql.server.settings import Settings
-from cachegql.server.version import VERSION
+from cachegql.server.version import installed_version
 
 __all__ = ["Settings", "app_from_env", "create_app"]
 
@@ -83,7 +83,7 @@ def create_app(settings: Settings, store: IndexStore | None = None) -> Starlette
         return JSONResponse(
             {
                 "status": "ok",
-                "version": VERSION,
+                "version": installed_version(),
                 "build": store.build_id,
                 "default_tag": store.default_tag,
                 "tags": {t: store.snapshots[t].num_specs for t in store.tags},

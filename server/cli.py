@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from cachegql.server.check_cli import add_check_command
 from cachegql.server.cli_flags import ExamplesHelp
@@ -17,7 +18,7 @@ from cachegql.server.interrupts import stopped
 from cachegql.server.query_cli import add_query_command
 from cachegql.server.schema_cli import add_schema_command
 from cachegql.server.serve_cli import add_serve_command
-from cachegql.server.version import VERSION
+from cachegql.server.version import installed_version
 
 __all__ = ["main"]
 
@@ -59,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=ExamplesHelp,
     )
-    parser.add_argument("--version", action="version", version=f"cachegql {VERSION}")
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     add_index_command(commands)
     add_serve_command(commands)
@@ -68,6 +69,17 @@ def _parser() -> argparse.ArgumentParser:
     add_check_command(commands)
     add_schema_command(commands)
     return parser
+
+
+class _Version(argparse.Action):
+    """`--version`: as argparse's own, the version read only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"cachegql {installed_version()}")  # on stdout, as argparse's
+        parser.exit()
 
 
 if __name__ == "__main__":

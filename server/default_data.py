@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import fcntl
-import os
 import tempfile
 from pathlib import Path
 
 from cachegql.demo import DemoConfig, write_pages
 from cachegql.index import FORMAT_VERSION, IndexLoadError, IndexStore, build_index
+from cachegql.server.cache_home import cache_folder
 
-__all__ = ["DEFAULT_CONFIG", "cache_folder", "default_index", "default_store"]
+__all__ = ["DEFAULT_CONFIG", "default_index", "default_store"]
 
 DEFAULT_CONFIG = DemoConfig()
 # Bump when the generator's output changes, so cached default indexes are rebuilt.
 GENERATOR_VERSION = 1
-
-
-def cache_folder() -> Path:
-    base = os.environ.get("CACHEGQL_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-    return Path(base) / "cachegql" if base else Path.home() / ".cache" / "cachegql"
 
 
 def default_index(folder: Path | None = None, config: DemoConfig = DEFAULT_CONFIG) -> Path:

@@ -212,7 +212,7 @@ def _tell_redirect(hop: str) -> None:
 
 def _index(args: argparse.Namespace) -> int:
     from cachegql.index import BuildError, PublishError, SourceError, StrictModeError, build_index
-    from cachegql.server.default_data import cache_folder
+    from cachegql.server.cache_home import cache_folder
     from cachegql.server.progress import ProgressBar, download_bar
     from cachegql.server.remote import RemoteOptions, RemoteReader
 

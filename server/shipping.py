@@ -248,7 +248,7 @@ class Puller:
 def pulled(url: str, endpoint_url: str | None = None) -> tuple[Path, Puller]:
     """The local index folder of the store at `url`, on its newest build (pulled now
     if it is not there yet), and the puller that keeps it so."""
-    from cachegql.server.default_data import cache_folder
+    from cachegql.server.cache_home import cache_folder
 
     store = Store(url, endpoint_url)
     name = hashlib.sha256(store.url.encode()).hexdigest()[:16]

@@ -1,12 +1,22 @@
-"""The installed version of cachegql, from the package metadata (pyproject.toml)."""
+"""The installed version of cachegql, from the package metadata (pyproject.toml).
+
+Read on first use, not on import: `importlib.metadata` takes some 20 ms to import, which
+every `cachegql` command would pay for a string only `--version` and `/healthz` show.
+"""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from functools import cache
 
-__all__ = ["VERSION"]
+__all__ = ["installed_version"]
 
-try:
-    VERSION = version("cachegql")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    VERSION = "0+unknown"
+
+@cache
+def installed_version() -> str:
+    """The version pip installed, or `0+unknown` in a source tree never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cachegql")
+    except PackageNotFoundError:
+        return "0+unknown"
