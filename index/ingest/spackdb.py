@@ -19,7 +19,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 import orjson
-import yaml
 
 from cachegql.index.ingest.dag_nodes import Database, Edge, Node, SourceFormatError
 from cachegql.index.ingest.files import Blob, release
@@ -322,6 +321,8 @@ def read_spec_file(data: bytes, source: str) -> Database:
     """A spec file (JSON, clearsigned JSON or legacy YAML): its root is the binary."""
     is_yaml = source.endswith((".yaml", ".yml"))
     if is_yaml:
+        import yaml  # here: only old mirrors' spec files are YAML (10 ms of every build's start)
+
         try:
             document = yaml.load(data, Loader=yaml.CSafeLoader)
         except yaml.YAMLError as exc:
