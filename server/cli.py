@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -75,10 +76,18 @@ class _Version(argparse.Action):
     """`--version`: as argparse's own, the version read only when asked for."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show the version and exit",
+        )
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        print(f"cachegql {installed_version()}")  # on stdout, as argparse's
+        # On stdout, a failed write ignored (a closed pipe, a full disk), as argparse's.
+        with contextlib.suppress(OSError):
+            print(f"cachegql {installed_version()}", flush=True)
         parser.exit()
 
 

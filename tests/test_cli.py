@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import re
 import signal
 import subprocess
@@ -233,6 +234,22 @@ def test_version_comes_from_the_package_metadata() -> None:
     result = cachegql("--version")
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"cachegql {version('cachegql')}\n"
+
+
+def test_version_to_a_full_disk_is_no_traceback() -> None:
+    """As argparse's own `--version`: a write that fails (here /dev/full, unbuffered as
+    the Docker image runs) is ignored, not a traceback."""
+    with Path("/dev/full").open("w") as full:
+        result = subprocess.run(
+            [CLI, "--version"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            timeout=60,
+        )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_index_imports_only_what_a_build_needs(tmp_path: Path) -> None:
