@@ -275,5 +275,5 @@ class _Known(NamedTuple, Generic[PreparedT]):
 def with_strings(variables: Mapping[str, Any] | None, values: tuple[str, ...]) -> dict[str, Any]:
     """The variables given, with each string as its `LITERAL_PREFIX` variable."""
     merged = dict(variables or {})
-    merged.update((f"{LITERAL_PREFIX}{place}", value) for place, value in enumerate(values))
+    merged.update((_name(place), value) for place, value in enumerate(values))
     return merged
