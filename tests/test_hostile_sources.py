@@ -548,3 +548,18 @@ def test_a_huge_spec_file_in_a_mirror_without_an_index_is_a_problem(tmp_path: Pa
     ) in run.problems
     assert f"{summary.specs} specs" in run.stdout + run.stderr
     assert run.peak_rss_mb < PEAK_RSS_MB
+
+
+def test_a_malformed_legacy_yaml_spec_file_is_a_problem(tmp_path: Path) -> None:
+    """A layout v2 mirror of legacy `.spec.yaml` files (PyYAML imported only to read
+    them): one that is no YAML is named with what is wrong, and the rest loads."""
+    summary = write_mirror(MirrorConfig(specs=12, packages=4, stacks=1, seed=3), tmp_path)
+    index = tmp_path / "stacks" / "root" / "build_cache" / "index.json"
+    spec_files = write_v2_spec_files(index, tmp_path / "spec-files", yaml_format=True)
+    folder = write_v2_mirror(None, tmp_path / "v2", spec_files=spec_files)
+    broken = folder / "broken-1.0-aaaa.spec.yaml"
+    broken.write_text("spec: [unclosed\n")
+    run = _indexed(folder.parent, tmp_path)
+    problems = [p for p in run.problems if str(broken) in p]
+    assert len(problems) == 1 and "not valid YAML" in problems[0], run.problems
+    assert f"{summary.specs} specs" in run.stdout + run.stderr
