@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 from whoosh.query import And, Or, Query, Term
 
+from cachegql.index.disk.sorted_ids import sorted_intersection, sorted_union
+
 __all__ = ["Hits", "TermScores"]
 
 ARRAY_UNION_MAX_DOCS = 5_000
@@ -62,9 +64,15 @@ class TermScores:
 
     def hits(self, query: Query) -> Hits:
         """The documents `query` matches, with their scores, best first."""
+        docs, scores = self.ranked(query)
+        return list(zip(scores.tolist(), docs.tolist(), strict=True))
+
+    def ranked(self, query: Query) -> _Postings:
+        """`hits` as two arrays, documents and scores, best first: what a caller reads
+        as arrays costs no Python tuple per hit (`py`'s 2,661 hits took 150 µs)."""
         docs, scores = self._evaluate(query)
         order = np.lexsort((docs, -scores))
-        return list(zip(scores[order].tolist(), docs[order].tolist(), strict=True))
+        return docs[order], scores[order]
 
     def candidates(self, query: Query) -> np.ndarray | None:
         """The documents `hits` may match, ascending, found without scoring: a term's, an
@@ -90,8 +98,8 @@ class TermScores:
         if not docs:
             return _NONE[0]
         if isinstance(query, And):
-            return functools.reduce(np.intersect1d, docs)
-        return np.unique(np.concatenate(docs))
+            return functools.reduce(sorted_intersection, docs)
+        return sorted_union(docs)
 
     def _evaluate(self, query: Query) -> _Postings:
         if isinstance(query, Term):
@@ -136,7 +144,7 @@ class TermScores:
         """whoosh's `ArrayUnionMatcher`: each subquery's scores, times the boost, added in
         order from 0.0; what sums to more than 0 matches."""
         evaluated = [self._evaluate(sub) for sub in subs]
-        docs = np.unique(np.concatenate([d for d, _ in evaluated]))
+        docs = sorted_union([d for d, _ in evaluated])
         total = np.zeros(len(docs))
         for sub_docs, scores in evaluated:
             total[np.searchsorted(docs, sub_docs)] += scores * boost
@@ -183,7 +191,7 @@ def _order(entry: tuple[int, int, _Postings]) -> tuple[int, int]:
 def _union(a: _Postings, b: _Postings) -> _Postings:
     """A document of both gets the two scores added; of one, its score plus 0.0 (the
     same float)."""
-    docs = np.union1d(a[0], b[0])
+    docs = sorted_union((a[0], b[0]))
     scores = np.zeros(len(docs))
     scores[np.searchsorted(docs, a[0])] += a[1]
     scores[np.searchsorted(docs, b[0])] += b[1]

@@ -51,6 +51,9 @@ MIN_PREFIX_LENGTH = 3
 MAX_PREFIX_WORDS = 64
 QUERIES_KEPT = 256
 QUERY_TERMS_KEPT = 128
+FEW_HITS = 64
+"""Hits read one by one in Python up to this many, as arrays past it (numpy's calls cost
+more than a loop over a few: 4 µs a word of 3 hits, where `py`'s 2,661 took 190 µs less)."""
 EXACT_BOOST, WORD_BOOST, PREFIX_BOOST, TYPO_BOOST = 8.0, 2.0, 0.5, 0.7
 
 
@@ -194,8 +197,19 @@ class TextIndex:
         """
         query = self._query(token)
         scores = self._term_scores
-        hits = self.whoosh_hits(query) if scores is None else scores.hits(query)
-        return self._matches(hits)
+        if scores is None:
+            return self._matches(self.whoosh_hits(query))
+        docs, values = scores.ranked(query)
+        if len(docs) <= FEW_HITS:
+            return self._matches(list(zip(values.tolist(), docs.tolist(), strict=True)))
+        kinds, refs = self.document_refs
+        found = kinds[docs]
+        matches = WordMatches()
+        # Best first, as `_matches` fills them from the hits (a deleted document's kind is 0).
+        for kind, target in ((KIND_PACKAGE, matches.packages), (KIND_ATOM, matches.atoms)):
+            chosen = found == kind
+            target.update(zip(refs[docs[chosen]].tolist(), values[chosen].tolist(), strict=True))
+        return matches
 
     def query_terms(self, token: str) -> int | None:
         """How many terms searching `token` looks up (the whole name, each word, its

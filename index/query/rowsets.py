@@ -9,6 +9,7 @@ import numpy as np
 
 from cachegql.index.budget import check
 from cachegql.index.disk.columns import Mask, Rows
+from cachegql.index.disk.sorted_ids import sorted_union
 
 __all__ = ["EMPTY", "SCAN_SHARE", "complement", "contains", "every_row", "union", "within"]
 
@@ -56,11 +57,11 @@ def union(parts: Sequence[Rows], lo: int, hi: int, *, disjoint: bool = False) ->
             check()
             mask[part - lo] = True
         return (np.flatnonzero(mask) + lo).astype(np.int32)
-    merged = np.concatenate(parts)
     if disjoint:
+        merged = np.concatenate(parts)
         merged.sort(kind="stable")  # timsort merges the sorted runs
         return merged
-    return np.unique(merged)
+    return sorted_union(parts)
 
 
 def contains(sorted_rows: Rows, rows: Rows) -> Mask:

@@ -24,6 +24,7 @@ from cachegql.index.budget import check
 from cachegql.index.disk.columns import Rows
 from cachegql.index.disk.layout import WORD
 from cachegql.index.disk.snapshot import Snapshot
+from cachegql.index.disk.sorted_ids import sorted_intersection
 from cachegql.index.disk.text import KIND_ATOM, KIND_PACKAGE, WordMatches
 from cachegql.index.errors import CriteriaError, shorten
 from cachegql.index.query.criteria import parse_variant_constraint
@@ -261,7 +262,7 @@ def _variant_specs(snapshot: Snapshot, text: str) -> Ranked:
     for atom in parse_variant_constraint(text).atoms:
         atom_id = atom_ids.get(atom)
         found = snapshot.sets["atoms"].postings(atom_id) if atom_id is not None else _EMPTY
-        rows = found if rows is None else np.intersect1d(rows, found, assume_unique=True)
+        rows = found if rows is None else sorted_intersection(rows, found)
     rows = _EMPTY if rows is None else rows
     return Ranked(rows, np.full(len(rows), VARIANT_WEIGHT * 2))
 
