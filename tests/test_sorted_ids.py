@@ -14,7 +14,13 @@ ids = st.lists(st.integers(0, 300), max_size=80)
 
 
 def ascending(values: list[int], dtype: type) -> npt.NDArray[np.integer]:
-    return np.array(sorted(set(values)), dtype=dtype)
+    return read_only(np.array(sorted(set(values)), dtype=dtype))
+
+
+def read_only(array: npt.NDArray[np.integer]) -> npt.NDArray[np.integer]:
+    """As posting lists and rows are shared: an attempt to sort one in place raises."""
+    array.flags.writeable = False
+    return array
 
 
 @given(st.lists(ids, min_size=1, max_size=6), st.sampled_from(DTYPES))
@@ -28,7 +34,7 @@ def test_a_union_of_ascending_arrays_is_numpys(parts: list[list[int]], dtype: ty
 @given(st.lists(ids, min_size=1, max_size=4))
 def test_a_union_of_any_arrays_is_numpys(parts: list[list[int]]) -> None:
     # Not only ascending runs: duplicates and disorder within a part are merged too.
-    arrays = [np.array(p, dtype=np.int64) for p in parts]
+    arrays = [read_only(np.array(p, dtype=np.int64)) for p in parts]
     assert sorted_union(arrays).tolist() == np.unique(np.concatenate(arrays)).tolist()
 
 
@@ -43,7 +49,7 @@ def test_an_intersection_is_numpys(a: list[int], b: list[int], da: type, db: typ
 @given(st.lists(st.integers(0, 10_000), max_size=5), st.sampled_from(DTYPES))
 def test_a_short_array_is_looked_up_in_a_long_one(few: list[int], dtype: type) -> None:
     short = ascending(few, dtype)
-    long = np.arange(0, 10_000, 3, dtype=np.intp)
+    long = read_only(np.arange(0, 10_000, 3, dtype=np.intp))
     assert len(short) * LOOKUP_RATIO < len(long)  # the lookup's side of the rule
     expected = np.intersect1d(short, long, assume_unique=True)
     for found in (sorted_intersection(short, long), sorted_intersection(long, short)):

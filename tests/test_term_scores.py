@@ -91,6 +91,28 @@ def test_every_hit_and_score_is_whooshs(tmp_path: Path, count: int) -> None:
         text.close()
 
 
+def test_a_ref_of_several_documents_keeps_the_last_hits_score(tmp_path: Path) -> None:
+    """Two documents of one package (or atom): its entry keeps the place of its best hit
+    and the score of its last, as whoosh's hits are read, few hits or many."""
+    # A ref's documents are of different lengths, so of different scores.
+    documents = [(PACKAGE, n % 40, "py" + f"-part{n}" * (1 + n // 40)) for n in range(120)]
+    documents += [(ATOM, n % 5, "py" + f" v{n}" * (1 + n // 5)) for n in range(10)]
+    write_text_index(tmp_path / "text", documents)
+    text = TextIndex(tmp_path / "text")
+    try:
+        for token in ("py", "py-part7", "py-part1"):
+            hits = text.whoosh_hits(text._query(token))
+            matched, expected = text.match_word(token), text._matches(hits)
+            assert list(matched.packages.items()) == list(expected.packages.items()), token
+            assert list(matched.atoms.items()) == list(expected.atoms.items()), token
+        assert len(text.whoosh_hits(text._query("py"))) > FEW_HITS  # read as arrays
+        assert len(text.match_word("py").packages) == 40
+        scores = {score for score, _ in text.whoosh_hits(text._query("py"))}
+        assert len(scores) > 2  # which hit of a ref is kept shows in its score
+    finally:
+        text.close()
+
+
 def test_the_demo_indexs_searches_are_whooshs(pages_index: Path) -> None:
     store = IndexStore(pages_index)
     try:
