@@ -12,7 +12,9 @@ A list of `COLUMN_MIN_ITEMS` or more objects is completed a field at a time (`ta
 each field read for all the objects (a page of specs reads its batch's column,
 `readers.reads_many`), its values completed together (a column of strings is its own
 JSON: `leaf_columns`), then zipped into one dict per object: a 100-spec page of nested
-fields (`page100_nested`) makes 10,885 Python calls where value by value made 18,408.
+fields (`page100_nested`) makes 10,885 Python calls where value by value made 18,408. An
+object of two plain attributes of leaves (a facet's bucket) is read and serialized in one
+step (`_pair`): the `stacks` query, 317 buckets, takes 439 µs where it took 569.
 
 A plan covers query operations made of object types, lists and leaves, without
 directives or introspection; `compile_operation` returns None for anything else. A plan
@@ -26,12 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import repeat
-from operator import is_
+from operator import attrgetter, is_
 from typing import Any, NamedTuple
 
 from graphql import (
     FieldNode,
     FragmentDefinitionNode,
+    GraphQLField,
     GraphQLLeafType,
     GraphQLList,
     GraphQLNonNull,
@@ -41,14 +44,23 @@ from graphql import (
     OperationType,
     SelectionSetNode,
     Undefined,
+    get_nullable_type,
 )
 from graphql.execution.values import VariableValues
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 
-from cachegql.schema.field_reads import Arguments, Reader, Resolve, Run, field_resolver
+from cachegql.schema.field_reads import (
+    Arguments,
+    Reader,
+    Resolve,
+    Run,
+    field_resolver,
+    plain_attribute,
+)
 from cachegql.schema.leaf_columns import (
     ColumnSerializer,
     column_serializer,
+    pair_serializer,
     unchanged_type,
     value_serializer,
 )
@@ -88,6 +100,8 @@ class _Field(NamedTuple):
     complete: Complete
     read_all: ReadAll
     complete_all: CompleteAll
+    attribute: tuple[str, GraphQLLeafType] | None = None
+    """For a plain attribute of a leaf: its name on the source and its type (`_pair`)."""
 
 
 class Plan:
@@ -106,7 +120,7 @@ class Plan:
         """The answer's data; `arguments` may hold fields' arguments already converted
         for these variables (`convert_arguments`), and gets those converted here."""
         run = Run(context, variables, arguments)
-        return {name: complete(read(root, run), run) for name, read, complete, _, _ in self.fields}
+        return {name: complete(read(root, run), run) for name, read, complete, *_ in self.fields}
 
 
 class _Compiler:
@@ -125,9 +139,17 @@ class _Compiler:
         fields = self.fields(object_type, self._selections(object_type, nodes))
 
         def complete(value: Any, run: Run) -> Any:
-            return {name: done(read(value, run), run) for name, read, done, _, _ in fields}
+            return {name: done(read(value, run), run) for name, read, done, *_ in fields}
 
-        return complete
+        pair = _pair(fields)
+        if pair is None:
+            return complete
+
+        def complete_pair(value: Any, run: Run) -> Any:
+            row = pair(value)
+            return complete(value, run) if row is None else row
+
+        return complete_pair
 
     def table(self, object_type: GraphQLObjectType, nodes: list[FieldNode]) -> CompleteAll:
         """Objects completed a field at a time: each field read for all of them (a
@@ -195,9 +217,17 @@ class _Compiler:
                     complete,
                     _read_all(read, reader),
                     self.column(field.type, nodes, complete),
+                    self._attribute(field),
                 )
             )
         return compiled
+
+    def _attribute(self, field: GraphQLField) -> tuple[str, GraphQLLeafType] | None:
+        """The source's attribute and the leaf type of a field that is a plain attribute
+        of a leaf, else None."""
+        name = plain_attribute(field, self.converter)
+        leaf = get_nullable_type(field.type)
+        return (name, leaf) if name is not None and isinstance(leaf, GraphQLLeafType) else None
 
     def column(
         self, field_type: GraphQLOutputType, nodes: list[FieldNode], complete: Complete
@@ -249,6 +279,24 @@ class _Compiler:
         if isinstance(field_type, GraphQLObjectType):
             return self.object(field_type, nodes)
         raise UncoveredError  # interfaces and unions
+
+
+def _pair(fields: list[_Field]) -> Callable[[Any], dict[str, Any] | None] | None:
+    """An object of two fields that are plain attributes of leaves (a facet's bucket, a
+    compiler, a variant's name and value) read and serialized at once: one `attrgetter`,
+    a glance at the two values' types, one dict, where the per-field path makes two calls
+    a field. None for any other object; the function gives None for values the per-field
+    path must complete (`leaf_columns.pair_serializer`)."""
+    if len(fields) != 2:
+        return None
+    first, second = fields[0].attribute, fields[1].attribute
+    if first is None or second is None:
+        return None
+    serialize = pair_serializer((fields[0].name, fields[1].name), (first[1], second[1]))
+    if serialize is None:
+        return None
+    get = attrgetter(first[0], second[0])
+    return lambda value: serialize(get(value))
 
 
 def _read_all(read: Resolve, reader: Reader | None) -> ReadAll:

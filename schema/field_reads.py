@@ -18,10 +18,18 @@ from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
 
 from cachegql.schema.arguments import convert_field_arguments, has_variables
-from cachegql.schema.readers import Reader, source_reader
+from cachegql.schema.readers import Reader, attribute_name, source_reader
 from cachegql.schema.selections import UncoveredError
 
-__all__ = ["Arguments", "Reader", "Resolve", "Run", "RunInfo", "field_resolver"]
+__all__ = [
+    "Arguments",
+    "Reader",
+    "Resolve",
+    "Run",
+    "RunInfo",
+    "field_resolver",
+    "plain_attribute",
+]
 
 
 class RunInfo:
@@ -94,6 +102,15 @@ def field_resolver(
         return call(source, run, arguments)
 
     return read, None
+
+
+def plain_attribute(field: GraphQLField, converter: GraphQLCoreConverter) -> str | None:
+    """The attribute of the source `field_resolver` reads `field` from, where it reads a
+    plain attribute (`readers.attribute_name`); None where it does anything else."""
+    definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
+    if not isinstance(definition, StrawberryField) or field.args or converter.exception_handlers:
+        return None
+    return attribute_name(definition)
 
 
 def _direct_call(

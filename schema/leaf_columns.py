@@ -16,7 +16,13 @@ from typing import Any
 
 from graphql import GraphQLBoolean, GraphQLInt, GraphQLLeafType, GraphQLNamedType, GraphQLString
 
-__all__ = ["ColumnSerializer", "column_serializer", "unchanged_type", "value_serializer"]
+__all__ = [
+    "ColumnSerializer",
+    "column_serializer",
+    "pair_serializer",
+    "unchanged_type",
+    "value_serializer",
+]
 
 ColumnSerializer = Callable[[Sequence[Any]], "list[Any] | None"]
 """A column's values serialized, or None where they must be serialized one by one."""
@@ -74,3 +80,30 @@ def unchanged_type(leaf: GraphQLLeafType) -> type | None:
     `String`), else None (an `Int`'s are only within 32 bits)."""
     kind = _UNCHANGED.get(leaf)
     return None if kind is int else kind
+
+
+def pair_serializer(
+    names: tuple[str, str], leaves: tuple[GraphQLLeafType, GraphQLLeafType]
+) -> Callable[[tuple[Any, Any]], dict[str, Any] | None] | None:
+    """How to serialize the two values of an object of two leaf fields at once: its
+    dict where each is a value its leaf serializes as it is (a `str` for a `String`, an
+    `int` within 32 bits for an `Int`, a `bool`), else None for the value-by-value path
+    (a null, a number for a `String`, an `Int` past 32 bits). None for other scalars."""
+    first, second = _UNCHANGED.get(leaves[0]), _UNCHANGED.get(leaves[1])
+    if first is None or second is None:
+        return None
+    name_0, name_1 = names
+    bounded_0, bounded_1 = first is int, second is int
+
+    def serialize(values: tuple[Any, Any]) -> dict[str, Any] | None:
+        value_0, value_1 = values
+        as_they_are = type(value_0) is first and type(value_1) is second
+        if not as_they_are:
+            return None
+        if (bounded_0 and not _INT_MIN <= value_0 <= _INT_MAX) or (
+            bounded_1 and not _INT_MIN <= value_1 <= _INT_MAX
+        ):
+            return None
+        return {name_0: value_0, name_1: value_1}
+
+    return serialize

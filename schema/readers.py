@@ -44,15 +44,22 @@ _MANY: dict[Reader, ManyReader] = {}
 """How the readers that know better read many sources at once (`reads_many`)."""
 
 
+def attribute_name(definition: StrawberryField) -> str | None:
+    """The attribute of the source that is the field's value, for a plain attribute (a
+    field without a resolver, read by `getattr`); None for any other."""
+    if definition.arguments or definition.extensions or not definition.is_basic_field:
+        return None
+    return definition.python_name if definition.default_resolver is getattr else None
+
+
 def source_reader(definition: StrawberryField) -> Reader | None:
     """A function of the source that returns the field's value, or None where
     strawberry's resolver wrapper must run."""
     if definition.arguments or definition.extensions:
         return None
     if definition.is_basic_field:
-        if definition.default_resolver is not getattr:
-            return None
-        return attrgetter(definition.python_name)
+        name = attribute_name(definition)
+        return None if name is None else attrgetter(name)
     resolver = definition.base_resolver
     if resolver is None or resolver.is_async or resolver.info_parameter is not None:
         return None

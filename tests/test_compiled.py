@@ -344,3 +344,41 @@ def test_a_null_among_many_objects_leaves_the_answer_to_the_stock_path() -> None
         assert schema.execute_sync(broken).errors  # "Cannot return null for non-nullable"
         with pytest.raises(Exception):  # noqa: B017  # any: the caller falls back
             _plan_of(schema, "query " + broken).run(None, None, variables)
+
+
+@strawberry.type
+class Measure:
+    unit: str
+    size: int | None
+
+
+@strawberry.type
+class MeasureQuery:
+    @strawberry.field
+    def measures(self, odd: str = "") -> list[Measure]:
+        found = [Measure(unit=f"u{i}", size=i * 1000) for i in range(3)]
+        extra = {"null": None, "big": 2**40, "bool": True}
+        return found + ([Measure(unit="odd", size=extra[odd])] if odd else [])
+
+
+def test_an_object_of_two_plain_leaves_is_answered_as_stock() -> None:
+    """An object of two plain attributes (a facet's bucket) is completed in one step
+    (`compiled._pair`), whatever the order, aliases or repeats of its fields; a value it
+    cannot pass as it is (a null, an `Int` past 32 bits, a `bool` for an `Int`) is
+    completed by the per-field path, which answers or fails as the stock path does."""
+    from graphql.execution.values import get_variable_values
+
+    schema = strawberry.Schema(query=MeasureQuery)
+    variables = get_variable_values(schema._schema, [], {})
+    assert not isinstance(variables, list)
+    for selection in ("unit size", "size unit", "a: unit b: unit", "unit"):
+        for odd in ("", "null", "big", "bool"):
+            whole = f'{{ measures(odd: "{odd}") {{ {selection} }} }}'
+            stock = schema.execute_sync(whole)
+            plan = _plan_of(schema, "query " + whole)
+            if stock.errors:  # the big Int, the bool: the plan must leave it to the stock path
+                assert "size" in selection and odd in ("big", "bool")
+                with pytest.raises(Exception):  # noqa: B017  # any: the caller falls back
+                    plan.run(None, None, variables)
+                continue
+            assert orjson.dumps(plan.run(None, None, variables)) == orjson.dumps(stock.data)

@@ -23,7 +23,7 @@ from graphql import (
 )
 
 from cachegql.schema import build_schema
-from cachegql.schema.leaf_columns import column_serializer, value_serializer
+from cachegql.schema.leaf_columns import column_serializer, pair_serializer, value_serializer
 from cachegql.schema.readers import many_reader
 from cachegql.schema.spec_types import Spec
 
@@ -90,6 +90,8 @@ def test_a_value_is_graphql_cores_serialization(
 def test_other_leaves_go_value_by_value(scalar: Any) -> None:
     assert column_serializer(scalar, True) is None
     assert value_serializer(scalar) == scalar.serialize  # graphql-core's, called each time
+    for leaves in ((scalar, GraphQLString), (GraphQLInt, scalar)):  # nor an object of two
+        assert pair_serializer(("a", "b"), leaves) is None
 
 
 def test_a_page_of_specs_is_read_a_column_at_a_time(demo_snapshot: Any) -> None:
