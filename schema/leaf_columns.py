@@ -83,25 +83,31 @@ def unchanged_type(leaf: GraphQLLeafType) -> type | None:
 
 
 def pair_serializer(
-    names: tuple[str, str], leaves: tuple[GraphQLLeafType, GraphQLLeafType]
+    names: tuple[str, str],
+    leaves: tuple[GraphQLLeafType, GraphQLLeafType],
+    nullable: tuple[bool, bool],
 ) -> Callable[[tuple[Any, Any]], dict[str, Any] | None] | None:
     """How to serialize the two values of an object of two leaf fields at once: its
     dict where each is a value its leaf serializes as it is (a `str` for a `String`, an
-    `int` within 32 bits for an `Int`, a `bool`), else None for the value-by-value path
-    (a null, a number for a `String`, an `Int` past 32 bits). None for other scalars."""
+    `int` within 32 bits for an `Int`, a `bool`) or a null its field allows, else None
+    for the value-by-value path (a null where the field forbids one, a number for a
+    `String`, an `Int` past 32 bits, a `bool` for an `Int`). None for other scalars."""
     first, second = _UNCHANGED.get(leaves[0]), _UNCHANGED.get(leaves[1])
     if first is None or second is None:
         return None
     name_0, name_1 = names
+    # The types a value may have, a null's where the field allows one (`column_serializer`).
+    kinds_0 = (first, _NONE) if nullable[0] else (first,)
+    kinds_1 = (second, _NONE) if nullable[1] else (second,)
     bounded_0, bounded_1 = first is int, second is int
 
     def serialize(values: tuple[Any, Any]) -> dict[str, Any] | None:
         value_0, value_1 = values
-        as_they_are = type(value_0) is first and type(value_1) is second
+        as_they_are = type(value_0) in kinds_0 and type(value_1) in kinds_1
         if not as_they_are:
             return None
-        if (bounded_0 and not _INT_MIN <= value_0 <= _INT_MAX) or (
-            bounded_1 and not _INT_MIN <= value_1 <= _INT_MAX
+        if (bounded_0 and value_0 is not None and not _INT_MIN <= value_0 <= _INT_MAX) or (
+            bounded_1 and value_1 is not None and not _INT_MIN <= value_1 <= _INT_MAX
         ):
             return None
         return {name_0: value_0, name_1: value_1}

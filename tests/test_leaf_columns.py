@@ -91,7 +91,31 @@ def test_other_leaves_go_value_by_value(scalar: Any) -> None:
     assert column_serializer(scalar, True) is None
     assert value_serializer(scalar) == scalar.serialize  # graphql-core's, called each time
     for leaves in ((scalar, GraphQLString), (GraphQLInt, scalar)):  # nor an object of two
-        assert pair_serializer(("a", "b"), leaves) is None
+        assert pair_serializer(("a", "b"), leaves, (False, False)) is None
+
+
+@pytest.mark.parametrize(("scalar", "required", "values", "at_once"), CASES)
+def test_an_object_of_two_leaves_is_graphql_cores_serialization_or_declined(
+    scalar: GraphQLScalarType, required: bool, values: list[Any], at_once: bool
+) -> None:
+    """Each value of a column, beside a string or after it: the pair's dict where the
+    column passes at once, else None (the plan then completes it field by field)."""
+    for value in values:
+        for names, leaves, pair in (
+            (("v", "s"), (scalar, GraphQLString), (value, "x")),
+            (("s", "v"), (GraphQLString, scalar), ("x", value)),
+        ):
+            nullable = tuple(not required if leaf is scalar else False for leaf in leaves)
+            serialize = pair_serializer(names, leaves, nullable)  # type: ignore[arg-type]
+            assert serialize is not None
+            single = column_serializer(scalar, required)
+            assert single is not None
+            if single([value]) is None:  # what a column declines, a pair declines
+                assert serialize(pair) is None
+                continue
+            expected = None if value is None else scalar.serialize(value)
+            done = serialize(pair)
+            assert done == {"v": expected, "s": "x"} and type(done["v"]) is type(expected)
 
 
 def test_a_page_of_specs_is_read_a_column_at_a_time(demo_snapshot: Any) -> None:
