@@ -178,7 +178,7 @@ class DirectPath:
         if prepare:
             prepared, variables = self._prepare(query, operation_name, variables, context)
         else:
-            known = self._known(query, operation_name, variables)
+            known, _ = self._known(query, operation_name, variables)
             if known is None:
                 return None
             prepared, variables = known
@@ -238,10 +238,9 @@ class DirectPath:
         to run it with (`literal_shapes`)."""
         if len(query) > MAX_PLANNED_CHARS:
             return _UNCOVERED, variables
-        known = self._known(query, operation_name, variables)
+        known, literals = self._known(query, operation_name, variables)
         if known is not None:
             return known
-        literals = string_literals(query)  # again, on a miss: a new document or shape
         # A shape is prepared when its second document comes: a client whose every
         # document has a shape of its own (new aliases) pays no second preparation.
         if literals is not None and self.shapes.seen_once(literals, operation_name):
@@ -261,19 +260,22 @@ class DirectPath:
 
     def _known(
         self, query: str, operation_name: str | None, variables: dict[str, Any] | None
-    ) -> tuple[_Prepared, dict[str, Any] | None] | None:
+    ) -> tuple[tuple[_Prepared, dict[str, Any] | None] | None, StringLiterals | None]:
         """The prepared operation, if this document and name, or its shape, were
-        prepared before, and the variables to run it with. The document's strings are
+        prepared before, and the variables to run it with; and the document's strings,
         found only when the document itself is not known (a client that sends its values
-        as variables repeats its documents)."""
+        as variables repeats its documents), for its preparation: None when it was known
+        or has none."""
         key = (query, operation_name)
         with self._lock:
             prepared = self._prepared.get(key)
             if prepared is not None:
                 self._prepared.move_to_end(key)
-                return prepared, variables
+                return (prepared, variables), None
         literals = string_literals(query)
-        return None if literals is None else self.shapes.find(literals, operation_name, variables)
+        if literals is None:
+            return None, None
+        return self.shapes.find(literals, operation_name, variables), literals
 
     def _prepare_shape(
         self,

@@ -77,7 +77,7 @@ def field_resolver(
     if not isinstance(definition, StrawberryField):
         raise UncoveredError
     reader = source_reader(definition)
-    if reader is not None and not field.args and not converter.exception_handlers:
+    if reader is not None and _read_off_source(field, converter):
         return _attribute(reader), reader
     call = _direct_call(definition, converter)
     if call is None:
@@ -108,9 +108,15 @@ def plain_attribute(field: GraphQLField, converter: GraphQLCoreConverter) -> str
     """The attribute of the source `field_resolver` reads `field` from, where it reads a
     plain attribute (`readers.attribute_name`); None where it does anything else."""
     definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if not isinstance(definition, StrawberryField) or field.args or converter.exception_handlers:
+    if not isinstance(definition, StrawberryField) or not _read_off_source(field, converter):
         return None
     return attribute_name(definition)
+
+
+def _read_off_source(field: GraphQLField, converter: GraphQLCoreConverter) -> bool:
+    """Whether a field `readers.source_reader` can read is read so: it takes no
+    arguments, and no exception handler needs strawberry's wrapper around it."""
+    return not field.args and not converter.exception_handlers
 
 
 def _direct_call(

@@ -218,7 +218,7 @@ def test_prices_are_kept_for_a_few_shapes_only(pages_index: Path) -> None:
     try:
         for n in range(PRICES_KEPT * 2):
             assert schema.answer_sync(query, {"n": n}, Context(store)).execution == "compiled"
-        known = direct._known(query, None, None)
+        known, _ = direct._known(query, None, None)
         assert known is not None
         prepared = known[0]
         assert prepared.prices is not None
