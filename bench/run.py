@@ -163,7 +163,9 @@ def build(source: Path, report: Report) -> Path:
     log("building the index")
     started = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    result = run_cli("index", str(source), "--out", str(out), "-q")
+    # --full, as the build cache's: else the text index of the build at `out` from an
+    # earlier run is taken over when its names are the same (incremental builds).
+    result = run_cli("index", str(source), "--out", str(out), "--full", "-q")
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     report.build = {
@@ -590,7 +592,9 @@ def mirror_phase(
     """The synthetic build cache of the same size: generated once (`demo-data --mirror`),
     indexed from its v3 mirror (views and spec manifests included), then asked about
     dependencies in-process, and served to measure the RSS. `venv` indexes and serves
-    (another checkout's, run with that checkout's Python, for a before/after)."""
+    (another checkout's, run with that checkout's Python, for a before/after). Built
+    `rounds` times, each build followed by pages of as many specs (`_pages_build`): the
+    round of median ratio is reported, with every round's times."""
     folder = WORK / f"mirror-{specs}-{packages}-seed{seed}"
     marker = folder / ".complete"
     if not marker.exists():
@@ -620,11 +624,13 @@ def mirror_phase(
         pages_seconds = _pages_build(report, specs, packages, seed, venv, fresh=rounds > 1)
         builds[-1]["pages_seconds"] = pages_seconds
         log(f"mirror build vs pages build: {builds[-1]['seconds']} s vs {pages_seconds} s")
-    report.mirror["build"] = sorted(builds, key=lambda build: build["seconds"])[(rounds - 1) // 2]
     ratios = [build["seconds"] / max(build["pages_seconds"], 0.1) for build in builds]
+    # The round of median ratio (the lower of the two middle ones) gives every number.
+    median = sorted(range(rounds), key=ratios.__getitem__)[(rounds - 1) // 2]
+    report.mirror["build"] = builds[median]
     report.mirror["vs_pages"] = {
-        "pages_seconds": report.mirror["build"]["pages_seconds"],
-        "ratio": round(statistics.median(ratios), 2),
+        "pages_seconds": builds[median]["pages_seconds"],
+        "ratio": round(ratios[median], 2),
         "rounds": [
             {"seconds": b["seconds"], "pages_seconds": b["pages_seconds"], "ratio": round(r, 2)}
             for b, r in zip(builds, ratios, strict=True)
@@ -717,7 +723,7 @@ def _pages_build(
     log("indexing pages of the same size, to compare")
     started = time.perf_counter()
     subprocess.run(
-        [str(venv / "cachegql"), "index", str(source), "--out", str(out), "-q"],
+        [str(venv / "cachegql"), "index", str(source), "--out", str(out), "--full", "-q"],
         cwd=ROOT,
         check=True,
         capture_output=True,
@@ -757,7 +763,8 @@ def table(report: Report) -> str:
     for name in HTTP_QUERIES:
         runs = report.http.get(name, {})
         for key in sorted(runs):
-            rate = RATE_TARGETS.get((name, key.rpartition("_")[2])) if "2_workers" in key else None
+            two = key.split("_")[1] == "2"
+            rate = RATE_TARGETS.get((name, key.rpartition("_")[2])) if two else None
             target = f">= {rate:,.0f} req/s" if rate and key.startswith("cachegql") else ""
             lines.append(
                 f"| HTTP `{name}` {key.replace('_', ' ')} | {_load_text(runs[key])} | {target} |"
@@ -855,11 +862,13 @@ def _load_text(run: dict[str, Any]) -> str:
 
 def _floor_share_rows(http: dict[str, Any]) -> list[str]:
     """cachegql's rate as a share of the floor's, each round against the floor of the same
-    round, the median given first (reports before stop 61 have one round each)."""
+    round, the median (the lower of the two middle ones) given first (reports before stop
+    61 have one round each)."""
     rows = []
     for name in HTTP_QUERIES:
         runs = http.get(name, {})
-        for workers in sorted({key.split("_")[1] for key in runs if key.startswith("floor_")}):
+        floors = {key.split("_")[1] for key in runs if key.startswith("floor_")}
+        for workers in sorted(floors, key=int):
             floor = runs[f"floor_{workers}_{_plural(workers)}"]
             shares, targets = [], []
             for cache in ("uncached", "cached"):
@@ -872,7 +881,7 @@ def _floor_share_rows(http: dict[str, Any]) -> list[str]:
                 ]
                 target = FLOOR_SHARE_TARGETS.get((name, cache)) if workers == "2" else None
                 shares.append(
-                    f"{cache} {statistics.median(each):.1%} "
+                    f"{cache} {statistics.median_low(each):.1%} "
                     f"({', '.join(f'{share:.1%}' for share in each)})"
                 )
                 if target:
@@ -893,6 +902,14 @@ def _rounds(run: dict[str, Any]) -> list[float]:
     return rounds
 
 
+def _count(text: str) -> int:
+    """A number of rounds: 1 or more."""
+    count = int(text)
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 round, not {count}")
+    return count
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -908,7 +925,7 @@ def main() -> int:
     parser.add_argument("--max-requests", type=int, default=100_000)
     parser.add_argument(
         "--rounds",
-        type=int,
+        type=_count,
         default=3,
         help="rounds of the HTTP loads, each of every server in turn (the median reported)",
     )
@@ -924,7 +941,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--build-rounds",
-        type=int,
+        type=_count,
         default=1,
         help="rounds of the build-cache build, each followed by a pages build of as many "
         "specs (the median build and ratio reported)",
@@ -956,6 +973,7 @@ def main() -> int:
         "concurrency": args.concurrency,
         "duration_s": args.duration,
         "rounds": args.rounds,
+        "build_rounds": args.build_rounds,
     }
     report = Report(machine=machine(), config=config)
     if not args.only_mirror:
