@@ -31,6 +31,7 @@ from cachegql.server.body import BodyLimit
 from cachegql.server.compression import accepts_gzip, whole
 from cachegql.server.graphql_http import GraphQLEndpoint
 from cachegql.server.http_cache import negotiate
+from cachegql.server.protocol import BODY_RECEIVED
 from cachegql.server.response_cache import MAX_BODY_BYTES, Key, ResponseCache, replay
 
 __all__ = ["FastPost"]
@@ -76,7 +77,8 @@ class FastPost:
         admission.in_progress += 1
         try:
             try:
-                read, body = await self._read(receive, eligible[2])
+                received = scope.get(BODY_RECEIVED, False)
+                read, body = await self._read(receive, eligible[2], received)
             except TimeoutError:
                 await self._answer(scope, send, None, media, b"", start)
                 return
@@ -114,11 +116,17 @@ class FastPost:
             return None
         return text, "" if accept is None else accept.decode("latin-1"), bound
 
-    async def _read(self, receive: Receive, bound: int) -> tuple[list[Message], bytes | None]:
+    async def _read(
+        self, receive: Receive, bound: int, received: bool
+    ) -> tuple[list[Message], bytes | None]:
         """The messages read, and the body if it came whole within the body limit's time
         and within `bound` bytes (counted as read, whatever Content-Length declared);
-        reading stops past `bound`, and the stack refuses the rest."""
-        read = await self.limit.deadlines.run(lambda: _messages(receive, bound))
+        reading stops past `bound`, and the stack refuses the rest. A body the protocol
+        has `received` whole is read without a deadline: `receive()` cannot wait."""
+        if received:
+            read = await _messages(receive, bound)
+        else:
+            read = await self.limit.deadlines.run(lambda: _messages(receive, bound))
         last = read[-1]
         if last["type"] != "http.request" or last.get("more_body", False):
             return read, None

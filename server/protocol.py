@@ -19,6 +19,11 @@ by peer" instead of the 413). So, as nginx's lingering close, a connection close
 middle of a request is only half-closed: the answer is sent, then the end of it (FIN),
 and what the client still sends is read and thrown away until it closes its side, for
 at most `LINGER_SECONDS` and `LINGER_BYTES`; only then is the socket closed.
+
+A request whose body is wholly parsed (its end seen) says so in its scope,
+`scope[BODY_RECEIVED]`: its app's `receive()` then returns at once, and a reader of the
+body needs no deadline (`fast_post.FastPost`). A small POST comes in one read, and its end
+is parsed before the app's task first runs.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 __all__ = [
+    "BODY_RECEIVED",
     "DEFAULT_HEAD_TIMEOUT",
     "LINGER_BYTES",
     "LINGER_SECONDS",
@@ -44,6 +50,8 @@ MAX_HEAD_BYTES = 64 * 1024
 LINGER_SECONDS = 10.0
 LINGER_BYTES = 64 * 1024 * 1024
 CODE = "BAD_USER_INPUT"
+BODY_RECEIVED = "cachegql.body_received"
+"""The scope key set (True) once the request's whole body is parsed."""
 
 
 class _LingeringTransport:
@@ -188,6 +196,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self.in_message = False
+        self.scope[BODY_RECEIVED] = True  # type: ignore[literal-required]
         super().on_message_complete()
         self.head_bytes, self.head_tail = 0, b""  # the next request's, on a kept-alive connection
 

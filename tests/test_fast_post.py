@@ -22,6 +22,7 @@ from cachegql.server.body import BodyLimit
 from cachegql.server.fast_post import FastPost
 from cachegql.server.front import GraphQLFirst
 from cachegql.server.graphql_http import GraphQLEndpoint
+from cachegql.server.protocol import BODY_RECEIVED
 from cachegql.server.response_cache import ResponseCache
 
 ORIGIN = "https://example.org"
@@ -352,3 +353,28 @@ def test_a_body_too_slow_is_a_408_counted_with_its_wait(pages_index: Path) -> No
     assert b"did not arrive within 0.3 s" in sent[1]["body"]
     assert observed[0][0] == 408 and observed[0][1] >= 0.3
     assert fast.admission.in_progress == 0
+
+
+def test_a_body_the_protocol_received_whole_is_read_without_a_deadline(pages_index: Path) -> None:
+    """Marked by the protocol (`BODY_RECEIVED`), the body is read without arming the body
+    limit's deadline, and the answer is the same; unmarked, the deadline is armed."""
+    front = _limited(pages_index)
+    fast = front.post
+    assert isinstance(fast, FastPost)
+    deadlines = fast.limit.deadlines
+    armed: list[int] = []
+    run = deadlines.run
+
+    def counted(step: Any) -> Any:
+        armed.append(1)
+        return run(step)
+
+    deadlines.run = counted  # type: ignore[method-assign]
+    body = b'{"query": "{ tags { name } }"}'
+    answers, arms = [], []
+    for received in (False, True):
+        scope = {**_scope(body, {"x-request-id": "same"}), BODY_RECEIVED: received}
+        answers.append(_answered(front, scope, [body]))
+        arms.append(len(armed))
+    assert arms == [1, 1]  # armed for the unmarked body only
+    assert answers[0] == answers[1] and answers[0][0]["status"] == 200

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from cachegql.server.app import Settings, create_app
-from cachegql.server.protocol import protocol
+from cachegql.server.protocol import BODY_RECEIVED, protocol
 from tests.conftest import CLI, LiveServer, worker_thread_held
 
 LIMIT = 10_000
@@ -155,6 +155,37 @@ def test_a_large_body_sent_with_its_head_in_one_write_is_not_taken_for_head(
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
     assert b'"tags"' in answer
     assert keep_alive.status_code == 200
+
+
+def test_the_protocol_marks_a_body_received_whole_before_the_app_runs() -> None:
+    """A request sent in one write has its whole body parsed before its app runs: its
+    scope says so (`receive()` then cannot wait); one whose body comes later does not,
+    and its app reads that body as it comes."""
+    seen: list[tuple[bool, bytes]] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        received = bool(scope.get(BODY_RECEIVED))
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        seen.append((received, body))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    head = b"POST /x HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: 10\r\n\r\n"
+    with LiveServer(app, http=protocol()) as url:  # type: ignore[arg-type]
+        assert _raw(url, head + b"0123456789").startswith(b"HTTP/1.1 200")
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(head + b"01234")
+            time.sleep(0.3)  # the app runs, and waits for the rest
+            sock.sendall(b"56789")
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    assert seen == [(True, b"0123456789"), (False, b"0123456789")]
 
 
 def test_requests_beyond_the_cap_are_503(live: tuple[str, LiveServer, Any]) -> None:
