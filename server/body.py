@@ -11,6 +11,10 @@ GraphQL error with a code: 413 for a body too large, 414 for a query string too 
 The time limit is kept by `deadlines` (one timer for all requests, met within an eighth of
 the limit more), not a timer per request: anyio's cancel scope cost about 14 µs of CPU per
 request, asyncio's `timeout` 6 µs (a quarter of a response cache hit).
+
+No time limit is needed for a body already received whole: the protocol marks such a
+request (`BODY_RECEIVED`, set by `protocol.GuardedHttpToolsProtocol`), and its reader
+(`fast_post.FastPost`) reads it without a deadline.
 """
 
 from __future__ import annotations
@@ -20,11 +24,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cachegql.server.deadlines import Deadlines
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "BodyLimit"]
+__all__ = ["BODY_RECEIVED", "DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "BodyLimit"]
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 DEFAULT_TIMEOUT = 10.0
 CODE = "BAD_USER_INPUT"
+BODY_RECEIVED = "cachegql.body_received"
+"""The scope key under which the protocol puts the request's own `receive` once it has
+parsed the whole body: that `receive` returns the rest of the body at once. A reader
+handed another `receive` (a middleware's wrapper) cannot know what it does, and keeps
+its deadline."""
 
 
 class _RefusedError(Exception):

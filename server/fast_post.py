@@ -6,9 +6,10 @@ two for `send`, a `Headers` made to read a header, the body handed down as a rep
 message, starlette's `Request` and `Response`. For a response cache hit that was most of
 its CPU. The usual request, a POST of `application/json` with a declared body within the
 limits, from a client that negotiates a media type, is answered here instead, with the same
-steps in the same order: admitted, its body read within the body limit's size and time,
-looked up in the response cache (a hit's headers made once per entry and encoding), else
-answered by the endpoint without starlette's objects (`GraphQLEndpoint.answer_post`) and
+steps in the same order: admitted, its body read within the body limit's size and time
+(no time for a body already received whole: `body.BODY_RECEIVED`), looked up in the
+response cache (a hit's headers made once per entry and encoding), else answered by the
+endpoint without starlette's objects (`GraphQLEndpoint.answer_post`) and
 kept; then gzipped as the compression middleware would (`compression.whole`), sent with its
 request id, counted in the metrics and logged (`AccessLog.begin`, `AccessLog.end`).
 
@@ -27,11 +28,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cachegql.server.access_log import AccessLog, internal_error
 from cachegql.server.admission import Admission
-from cachegql.server.body import BodyLimit
+from cachegql.server.body import BODY_RECEIVED, BodyLimit
 from cachegql.server.compression import accepts_gzip, whole
 from cachegql.server.graphql_http import GraphQLEndpoint
 from cachegql.server.http_cache import negotiate
-from cachegql.server.protocol import BODY_RECEIVED
 from cachegql.server.response_cache import MAX_BODY_BYTES, Key, ResponseCache, replay
 
 __all__ = ["FastPost"]
@@ -77,7 +77,7 @@ class FastPost:
         admission.in_progress += 1
         try:
             try:
-                received = scope.get(BODY_RECEIVED, False)
+                received = scope.get(BODY_RECEIVED) == receive  # the same bound method
                 read, body = await self._read(receive, eligible[2], received)
             except TimeoutError:
                 await self._answer(scope, send, None, media, b"", start)

@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,11 +19,10 @@ from starlette.types import Message, Receive, Scope, Send
 from cachegql.server.access_log import AccessLog
 from cachegql.server.admission import Admission
 from cachegql.server.app import Settings, create_app
-from cachegql.server.body import BodyLimit
+from cachegql.server.body import BODY_RECEIVED, BodyLimit
 from cachegql.server.fast_post import FastPost
 from cachegql.server.front import GraphQLFirst
 from cachegql.server.graphql_http import GraphQLEndpoint
-from cachegql.server.protocol import BODY_RECEIVED
 from cachegql.server.response_cache import ResponseCache
 
 ORIGIN = "https://example.org"
@@ -356,9 +356,11 @@ def test_a_body_too_slow_is_a_408_counted_with_its_wait(pages_index: Path) -> No
 
 
 def test_a_body_the_protocol_received_whole_is_read_without_a_deadline(pages_index: Path) -> None:
-    """Marked by the protocol (`BODY_RECEIVED`), the body is read without arming the body
-    limit's deadline, and the answer is the same; unmarked, the deadline is armed."""
-    front = _limited(pages_index)
+    """Marked by the protocol with its own `receive` (`BODY_RECEIVED`), the body is read
+    without arming the body limit's deadline, and answered as an unmarked one; marked with
+    another `receive` (a wrapper of it), the deadline is armed."""
+    settings = Settings(index=pages_index, reload_interval=0, access_log=False)
+    front = _front(create_app(replace(settings, response_cache_mb=0)))  # each one answered
     fast = front.post
     assert isinstance(fast, FastPost)
     deadlines = fast.limit.deadlines
@@ -371,10 +373,27 @@ def test_a_body_the_protocol_received_whole_is_read_without_a_deadline(pages_ind
 
     deadlines.run = counted  # type: ignore[method-assign]
     body = b'{"query": "{ tags { name } }"}'
+
+    def answer(mark: str) -> list[Message]:
+        sent: list[Message] = []
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        async def other() -> Message:
+            return await receive()
+
+        marked = {"own": receive, "none": None, "other": other}[mark]
+        scope = {**_scope(body, {"x-request-id": "same"}), BODY_RECEIVED: marked}
+        asyncio.run(fast(scope, receive, send))
+        return sent
+
     answers, arms = [], []
-    for received in (False, True):
-        scope = {**_scope(body, {"x-request-id": "same"}), BODY_RECEIVED: received}
-        answers.append(_answered(front, scope, [body]))
+    for mark in ("own", "none", "other"):
+        answers.append(answer(mark))
         arms.append(len(armed))
-    assert arms == [1, 1]  # armed for the unmarked body only
-    assert answers[0] == answers[1] and answers[0][0]["status"] == 200
+    assert arms == [0, 1, 2]  # armed unless the mark is the request's own receive
+    assert answers[0] == answers[1] == answers[2] and answers[0][0]["status"] == 200

@@ -19,7 +19,8 @@ import orjson
 import pytest
 
 from cachegql.server.app import Settings, create_app
-from cachegql.server.protocol import BODY_RECEIVED, protocol
+from cachegql.server.body import BODY_RECEIVED
+from cachegql.server.protocol import protocol
 from tests.conftest import CLI, LiveServer, worker_thread_held
 
 LIMIT = 10_000
@@ -158,15 +159,18 @@ def test_a_large_body_sent_with_its_head_in_one_write_is_not_taken_for_head(
 
 
 def test_the_protocol_marks_a_body_received_whole_before_the_app_runs() -> None:
-    """A request sent in one write has its whole body parsed before its app runs: its
-    scope says so (`receive()` then cannot wait); one whose body comes later does not,
-    and its app reads that body as it comes."""
+    """A request sent in one write, alone or two on a kept-alive connection, has its whole
+    body parsed before its app runs: its scope holds its own `receive` (which cannot wait
+    then); one whose body comes after the app began does not, and its app reads that body
+    as it comes."""
     seen: list[tuple[bool, bytes]] = []
+    running = threading.Event()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        received = bool(scope.get(BODY_RECEIVED))
+        received = scope.get(BODY_RECEIVED) == receive
+        running.set()
         body, more = b"", True
         while more:
             message = await receive()
@@ -176,16 +180,18 @@ def test_the_protocol_marks_a_body_received_whole_before_the_app_runs() -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    head = b"POST /x HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: 10\r\n\r\n"
+    head = b"POST /x HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n"
     with LiveServer(app, http=protocol()) as url:  # type: ignore[arg-type]
-        assert _raw(url, head + b"0123456789").startswith(b"HTTP/1.1 200")
+        two = head + b"\r\n0123456789" + head + b"connection: close\r\n\r\nabcdefghij"
+        assert _raw(url, two).count(b"HTTP/1.1 200") == 2
         host, port = url.removeprefix("http://").split(":")
+        running.clear()
         with socket.create_connection((host, int(port)), timeout=5) as sock:
-            sock.sendall(head + b"01234")
-            time.sleep(0.3)  # the app runs, and waits for the rest
+            sock.sendall(head + b"connection: close\r\n\r\n01234")
+            assert running.wait(5)  # the app runs, and waits for the rest
             sock.sendall(b"56789")
             assert sock.recv(65536).startswith(b"HTTP/1.1 200")
-    assert seen == [(True, b"0123456789"), (False, b"0123456789")]
+    assert seen == [(True, b"0123456789"), (True, b"abcdefghij"), (False, b"0123456789")]
 
 
 def test_requests_beyond_the_cap_are_503(live: tuple[str, LiveServer, Any]) -> None:
