@@ -77,7 +77,7 @@ class FastPost:
         admission.in_progress += 1
         try:
             try:
-                received = scope.get(BODY_RECEIVED) == receive  # the same bound method
+                received = scope.get(BODY_RECEIVED, False)
                 read, body = await self._read(receive, eligible[2], received)
             except TimeoutError:
                 await self._answer(scope, send, None, media, b"", start)

@@ -20,10 +20,10 @@ middle of a request is only half-closed: the answer is sent, then the end of it 
 and what the client still sends is read and thrown away until it closes its side, for
 at most `LINGER_SECONDS` and `LINGER_BYTES`; only then is the socket closed.
 
-A request whose body is wholly parsed (its end seen) says so in its scope: its own
-`receive` is put under `body.BODY_RECEIVED`. That `receive` then returns the rest of the
-body at once, and a reader of the body needs no deadline (`fast_post.FastPost`). A small
-POST comes in one read, and its end is parsed before the app's task first runs.
+A request whose body is wholly parsed (its end seen) says so in its scope
+(`body.BODY_RECEIVED`): the app's `receive` then returns the rest of the body at once, and
+a reader of the body needs no deadline (`fast_post.FastPost`). A small POST comes in one
+read, and its end is parsed before the app's task first runs.
 """
 
 from __future__ import annotations
@@ -195,8 +195,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self.in_message = False
-        if self.cycle is not None:  # the cycle of this message: made with its head
-            self.scope[BODY_RECEIVED] = self.cycle.receive  # type: ignore[literal-required]
+        self.scope[BODY_RECEIVED] = True  # type: ignore[literal-required]
         super().on_message_complete()
         self.head_bytes, self.head_tail = 0, b""  # the next request's, on a kept-alive connection
 

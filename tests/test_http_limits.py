@@ -160,16 +160,16 @@ def test_a_large_body_sent_with_its_head_in_one_write_is_not_taken_for_head(
 
 def test_the_protocol_marks_a_body_received_whole_before_the_app_runs() -> None:
     """A request sent in one write, alone or two on a kept-alive connection, has its whole
-    body parsed before its app runs: its scope holds its own `receive` (which cannot wait
-    then); one whose body comes after the app began does not, and its app reads that body
-    as it comes."""
+    body parsed before its app runs: its scope says so (`receive` cannot wait then); one
+    whose body comes after the app began does not, and its app reads that body as it
+    comes."""
     seen: list[tuple[bool, bytes]] = []
     running = threading.Event()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        received = scope.get(BODY_RECEIVED) == receive
+        received = scope.get(BODY_RECEIVED) is True
         running.set()
         body, more = b"", True
         while more:
