@@ -9,9 +9,9 @@ limits, from a client that negotiates a media type, is answered here instead, wi
 steps in the same order: admitted, its body read within the body limit's size and time
 (no time for a body already received whole: `body.BODY_RECEIVED`), looked up in the
 response cache (a hit's headers made once per entry and encoding), else answered by the
-endpoint without starlette's objects (`GraphQLEndpoint.answer_post`) and
-kept; then gzipped as the compression middleware would (`compression.whole`), sent with its
-request id, counted in the metrics and logged (`AccessLog.begin`, `AccessLog.end`).
+endpoint without starlette's objects (`GraphQLEndpoint.answer_post`) and kept; then
+gzipped as the compression middleware would (`compression.whole`), sent with its request
+id, counted in the metrics and logged (`AccessLog.begin`, `AccessLog.end`).
 
 An app with CORS on does not use it: starlette's CORS middleware edits every answer's
 headers (`Vary: Origin`), with or without an `Origin`. Anything else goes to the stack
