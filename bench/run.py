@@ -524,9 +524,16 @@ def serving(index: Path, queries: dict[str, str], args: argparse.Namespace, repo
 
 def median_run(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The run of median rate (the lower of the two middle ones), with every round's rate
-    in round order (`rounds_rps`)."""
+    in round order (`rounds_rps`), and how each round's connections split across the
+    workers, if they were counted (`rounds_connections`): a split moves a rate as much as
+    the machine's drift does."""
     middle = sorted(results, key=lambda run: run["rps"])[(len(results) - 1) // 2]
-    return {**middle, "rounds_rps": [run["rps"] for run in results]}
+    splits = [run.get("connections") for run in results]
+    return {
+        **middle,
+        "rounds_rps": [run["rps"] for run in results],
+        **({"rounds_connections": splits} if all(splits) else {}),
+    }
 
 
 def peer(
@@ -593,7 +600,8 @@ def mirror_phase(
     indexed from its v3 mirror (views and spec manifests included), then asked about
     dependencies in-process, and served to measure the RSS. `venv` indexes and serves
     (another checkout's, run with that checkout's Python, for a before/after). Built
-    `rounds` times, each build followed by pages of as many specs (`_pages_build`): the
+    `rounds` times, each build compared with pages of as many specs (`_pages_build`: built
+    after it when `rounds` is over 1, else this run's pages build if it made one): the
     round of median ratio is reported, with every round's times."""
     folder = WORK / f"mirror-{specs}-{packages}-seed{seed}"
     marker = folder / ".complete"
@@ -853,7 +861,12 @@ def _load_text(run: dict[str, Any]) -> str:
     split = run.get("connections")
     per_worker = f", connections per worker {'/'.join(map(str, split))}" if split else ""
     rounds = run.get("rounds_rps", [])
-    each = f"; rounds {', '.join(f'{rps:,.0f}' for rps in rounds)} req/s" if len(rounds) > 1 else ""
+    splits = run.get("rounds_connections") or [None] * len(rounds)
+    texts = [
+        f"{rps:,.0f}" + (f" ({'/'.join(map(str, split))})" if split else "")
+        for rps, split in zip(rounds, splits, strict=True)
+    ]
+    each = f"; rounds {', '.join(texts)} req/s" if len(rounds) > 1 else ""
     return (
         f"{run['rps']:,} req/s, p50 {run['p50_ms']} ms, p99 {run['p99_ms']} ms "
         f"({run['requests']} requests, {run['errors']} errors{per_worker}{each})"
@@ -943,8 +956,9 @@ def main() -> int:
         "--build-rounds",
         type=_count,
         default=1,
-        help="rounds of the build-cache build, each followed by a pages build of as many "
-        "specs (the median build and ratio reported)",
+        help="rounds of the build-cache build; with more than one, each is followed by a "
+        "pages build of as many specs (else the pages phase's build is compared), and the "
+        "round of median ratio is reported",
     )
     parser.add_argument("--workers", default="1,2", help="worker counts of the HTTP loads")
     parser.add_argument("--skip-http", action="store_true")

@@ -13,8 +13,8 @@ the limit more), not a timer per request: anyio's cancel scope cost about 14 µs
 request, asyncio's `timeout` 6 µs (a quarter of a response cache hit).
 
 No time limit is needed for a body already received whole: the protocol marks such a
-request (`BODY_RECEIVED`, set by `protocol.GuardedHttpToolsProtocol`), and its reader
-(`fast_post.FastPost`) reads it without a deadline.
+request (`BODY_RECEIVED`, set by `protocol.GuardedHttpToolsProtocol`), and the one pass of
+the usual POST (`fast_post.FastPost`, not this middleware) reads it without a deadline.
 """
 
 from __future__ import annotations

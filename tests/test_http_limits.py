@@ -159,9 +159,9 @@ def test_a_large_body_sent_with_its_head_in_one_write_is_not_taken_for_head(
 
 
 def test_the_protocol_marks_a_body_received_whole_before_the_app_runs() -> None:
-    """A request sent in one write, alone or two on a kept-alive connection, has its whole
-    body parsed before its app runs: its scope says so (`receive` cannot wait then); one
-    whose body comes after the app began does not, and its app reads that body as it
+    """Two requests sent in one write on a kept-alive connection each have their whole
+    body parsed before their app runs: their scope says so (`receive` cannot wait then);
+    one whose body comes after its app began does not, and its app reads that body as it
     comes."""
     seen: list[tuple[bool, bytes]] = []
     running = threading.Event()
