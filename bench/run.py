@@ -157,23 +157,36 @@ def helper_peak_mb(closing: str) -> float | None:
     return None if said is None else float(said.group(1))
 
 
-def build(source: Path, report: Report) -> Path:
-    """Build the index in a child process; its wall time, peak RSS and size on disk."""
-    out = WORK / f"index-{source.name}"
-    log("building the index")
+def measured_build(venv: Path, source: list[str], out: Path) -> dict[str, Any]:
+    """One `cachegql index` (of `venv`) of `source`, its arguments, into `out`, in a child
+    process: its wall time, size on disk and peak RSS. A full build (`--full`): else the
+    build at `out` from an earlier run is taken over, whole (a build cache unchanged) or
+    in part (the text index of pages whose names are the same)."""
     started = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # --full, as the build cache's: else the text index of the build at `out` from an
-    # earlier run is taken over when its names are the same (incremental builds).
-    result = run_cli("index", str(source), "--out", str(out), "--full", "-q")
+    result = subprocess.run(
+        [str(venv / "cachegql"), "index", *source, "--out", str(out), "--full", "-q"],
+        cwd=ROOT,
+        check=True,
+        text=True,
+        capture_output=True,
+    )
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    report.build = {
+    return {
         "seconds": round(seconds, 1),
         "size_mb": round(folder_size(out.resolve()) / 1e6, 1),
         "peak_rss_mb": build_peak_mb(result.stdout, max(peak, before)),
+        "helper_peak_mb": helper_peak_mb(result.stdout),
         "summary": result.stdout.strip(),
     }
+
+
+def build(source: Path, report: Report) -> Path:
+    """Build the index of the pages at `source` (`measured_build`)."""
+    out = WORK / f"index-{source.name}"
+    log("building the index")
+    report.build = measured_build(VENV, [str(source)], out)
     log(f"build: {report.build}")
     return out
 
@@ -627,7 +640,8 @@ def mirror_phase(
     builds = []
     for round_ in range(rounds):
         log(f"indexing the build cache (round {round_ + 1} of {rounds})")
-        builds.append(_mirror_build(folder, out, venv))
+        mirror = [str(folder / "mirror"), "--tag", "develop"]
+        builds.append(measured_build(venv, mirror, out))
         log(f"mirror build: {builds[-1]}")
         pages_seconds = _pages_build(report, specs, packages, seed, venv, fresh=rounds > 1)
         builds[-1]["pages_seconds"] = pages_seconds
@@ -694,29 +708,6 @@ def mirror_phase(
         report.mirror["start_to_first_answer_s"] = round(seconds, 2)
 
 
-def _mirror_build(folder: Path, out: Path, venv: Path) -> dict[str, Any]:
-    """One build of the mirror at `folder` into `out`: its time, size and peak memory."""
-    started = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # --full: the build at `out` from an earlier run would otherwise be taken unchanged.
-    command = [str(venv / "cachegql"), "index", str(folder / "mirror"), "--tag", "develop"]
-    result = subprocess.run(
-        [*command, "--out", str(out), "--full", "-q"],
-        cwd=ROOT,
-        check=True,
-        text=True,
-        capture_output=True,
-    )
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {
-        "seconds": round(time.perf_counter() - started, 1),
-        "size_mb": round(folder_size(out.resolve()) / 1e6, 1),
-        "peak_rss_mb": build_peak_mb(result.stdout, max(peak, before)),
-        "helper_peak_mb": helper_peak_mb(result.stdout),
-        "summary": result.stdout.strip(),
-    }
-
-
 def _pages_build(
     report: Report, specs: int, packages: int, seed: int, venv: Path, fresh: bool
 ) -> float:
@@ -727,16 +718,9 @@ def _pages_build(
     if seconds is not None and not fresh:
         return seconds
     source = pages({"specs": specs, "packages": packages, "seed": seed})
-    out = WORK / f"index-{source.name}"
     log("indexing pages of the same size, to compare")
-    started = time.perf_counter()
-    subprocess.run(
-        [str(venv / "cachegql"), "index", str(source), "--out", str(out), "--full", "-q"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
-    return round(time.perf_counter() - started, 1)
+    built: float = measured_build(venv, [str(source)], WORK / f"index-{source.name}")["seconds"]
+    return built
 
 
 def table(report: Report) -> str:

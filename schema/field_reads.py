@@ -18,7 +18,7 @@ from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
 
 from cachegql.schema.arguments import convert_field_arguments, has_variables
-from cachegql.schema.readers import Reader, attribute_name, source_reader
+from cachegql.schema.readers import Reader, attribute_name, field_definition, source_reader
 from cachegql.schema.selections import UncoveredError
 
 __all__ = [
@@ -73,8 +73,8 @@ def field_resolver(
     when they hold no variables), or through strawberry's own wrapper of it when strawberry
     has more to do (field extensions, exception handlers, an async resolver). With it,
     the plain reader of the source, where there is one."""
-    definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if not isinstance(definition, StrawberryField):
+    definition = field_definition(field)
+    if definition is None:
         raise UncoveredError
     reader = source_reader(definition)
     if reader is not None and _read_off_source(field, converter):
@@ -107,8 +107,8 @@ def field_resolver(
 def plain_attribute(field: GraphQLField, converter: GraphQLCoreConverter) -> str | None:
     """The attribute of the source `field_resolver` reads `field` from, where it reads a
     plain attribute (`readers.attribute_name`); None where it does anything else."""
-    definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if not isinstance(definition, StrawberryField) or not _read_off_source(field, converter):
+    definition = field_definition(field)
+    if definition is None or not _read_off_source(field, converter):
         return None
     return attribute_name(definition)
 

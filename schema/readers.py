@@ -28,6 +28,7 @@ __all__ = [
     "ManyReader",
     "Reader",
     "SourceResolver",
+    "field_definition",
     "many_reader",
     "plain_reader",
     "reads_many",
@@ -42,6 +43,13 @@ ManyReader = Callable[[Sequence[Any]], list[Any]]
 
 _MANY: dict[Reader, ManyReader] = {}
 """How the readers that know better read many sources at once (`reads_many`)."""
+
+
+def field_definition(field: GraphQLField) -> StrawberryField | None:
+    """The strawberry field a graphql-core field was made from; None for one strawberry
+    did not make (introspection's)."""
+    definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
+    return definition if isinstance(definition, StrawberryField) else None
 
 
 def attribute_name(definition: StrawberryField) -> str | None:
@@ -80,8 +88,8 @@ def resolve_directly(schema: GraphQLSchema, converter: GraphQLCoreConverter) -> 
         if not isinstance(named_type, GraphQLObjectType) or named_type.name.startswith("__"):
             continue
         for field in named_type.fields.values():
-            definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
-            if not isinstance(definition, StrawberryField) or definition.is_basic_field:
+            definition = field_definition(field)
+            if definition is None or definition.is_basic_field:
                 continue
             read = source_reader(definition)
             if read is not None and not field.args:
@@ -94,8 +102,8 @@ def plain_reader(field: GraphQLField, schema: GraphQLSchema) -> Reader | None:
     resolver not where the schema's exception handlers need the wrapper."""
     if isinstance(field.resolve, SourceResolver):
         return field.resolve.read
-    definition = (field.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if not isinstance(definition, StrawberryField) or field.args:
+    definition = field_definition(field)
+    if definition is None or field.args:
         return None
     if not definition.is_basic_field and _handles_exceptions(schema):
         return None
