@@ -9,12 +9,14 @@ their names and statuses (identity.py) list them here alike, so that the two fee
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 from cachegql.index.ingest.files import reason
+from cachegql.index.ingest.read_ahead import read_ahead
 from cachegql.index.records import Problem
 
 __all__ = [
@@ -52,19 +54,23 @@ def holds_at_least(specs: Path, count: int) -> bool:
 
 
 def listed_manifests(
-    specs: Path | str, unlisted: list[Problem] | None = None
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    specs: Path | str, unlisted: list[Problem] | None = None, *, ahead: bool = False
+) -> Generator[tuple[str, os.DirEntry[str]], None, None]:
     """The spec manifests under `specs`, sorted as paths sort (folder, then file name):
     each one's path, with its entry in the listing (`is_regular`). A folder that cannot
     be listed goes into `unlisted` (a problem: its binaries' sizes are unknown), the rest
-    are still read."""
-    for folder, files in _listed_folders(specs, unlisted):
-        yield from ((f"{folder}/{file.name}", file) for file in files)
+    are still read. `ahead`: the folders are listed, and their manifests asked of the
+    disk, in a thread ahead of the reader (read_ahead.py); `unlisted` is then complete
+    once the manifests are all taken."""
+    folders = _listed_folders(specs, unlisted)
+    with contextlib.closing(read_ahead(folders) if ahead else folders) as listed:
+        for folder, files in listed:
+            yield from ((f"{folder}/{file.name}", file) for file in files)
 
 
 def _listed_folders(
     specs: Path | str, unlisted: list[Problem] | None
-) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+) -> Generator[tuple[str, list[os.DirEntry[str]]], None, None]:
     """The folders of manifests in order, each with its manifests' entries."""
     for folder_entry in _entries(str(specs), _is_folder, unlisted) or ():
         folder = f"{specs}/{folder_entry.name}"

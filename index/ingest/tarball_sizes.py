@@ -241,7 +241,7 @@ def _send_sizes(
     unlisted: list[Problem] = []
     problems: list[Problem] = []
     stock = FileStock(STOCK_KIND)
-    for count, (path, entry) in enumerate(listed_manifests(specs, unlisted)):
+    for count, (path, entry) in enumerate(listed_manifests(specs, unlisted, ahead=True)):
         if count % _CHECK_EVERY == 0 and not build_alive():
             return
         size, status = _tarball_size(path, is_regular(entry))

@@ -1,0 +1,110 @@
+"""A build from a cold disk against one from memory, in turn, for one or more installs.
+
+    .venv/bin/python bench/cold_build.py MIRROR [--tag develop] [--venv V ...] [--rounds 2]
+
+Each round builds `MIRROR` (a v3 mirror, `cachegql index MIRROR --tag TAG --full`) with
+each install (`--venv`, this checkout's by default): first cold, the page cache dropped
+(as root: `sync` then `/proc/sys/vm/drop_caches`, the inodes and folders too; otherwise
+each of the mirror's files advised out with `posix_fadvise(DONTNEED)`, their inodes kept),
+then at once again, warm. It prints each build's wall time, what its processes read from
+the disk (`ru_inblock`) and its peak RSS as its closing line says; the median per install
+and state comes last. The machine's page cache holds some 10 GB here: a 1M-spec mirror
+(14 GB with its blobs) is partly cold after other work, whatever a benchmark before did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+
+def drop_cached(mirror: Path) -> str:
+    """Drop what the page cache holds of `mirror`; says how."""
+    subprocess.run(["sync"], check=True)
+    if os.geteuid() == 0:
+        try:
+            DROP_CACHES.write_text("3\n")
+            return "page cache, folders and inodes dropped"
+        except OSError:  # a container without the right: advise each file out instead
+            pass
+    for folder, _, files in os.walk(mirror):
+        for name in files:
+            try:
+                fd = os.open(f"{folder}/{name}", os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    return "the mirror's file pages advised out (not root: folders and inodes kept)"
+
+
+def one_build(venv: Path, mirror: Path, tag: str, out: Path) -> dict[str, float]:
+    """One full build into `out`: wall seconds, MB read from the disk, peak RSS in MB."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock
+    started = time.perf_counter()
+    command = [str(venv / "bin" / "cachegql"), "index", str(mirror), "--tag", tag]
+    result = subprocess.run(
+        [*command, "--out", str(out), "--full", "-q"],
+        check=True,
+        text=True,
+        capture_output=True,
+    )
+    seconds = time.perf_counter() - started
+    read = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock - before
+    peak = re.search(r"peak RSS (\d+) MB", result.stdout)
+    return {
+        "seconds": round(seconds, 1),
+        "disk_mb": round(read * 512 / 1e6),
+        "peak_rss_mb": float(peak.group(1)) if peak else float("nan"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mirror", type=Path, help="a v3 mirror (its folder with v3/)")
+    parser.add_argument("--tag", default="develop")
+    parser.add_argument(
+        "--venv", type=Path, action="append", help="an install to build with (repeatable)"
+    )
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be 1 or more")
+    venvs = args.venv or [ROOT / ".venv"]
+    rows: dict[tuple[str, str], list[float]] = {}
+    print("| round | install | state | wall | read from disk | peak RSS |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="cold-build-") as scratch:
+        how = ""
+        for round_ in range(1, args.rounds + 1):
+            for venv in venvs:
+                out = Path(scratch) / "index"
+                for state in ("cold", "warm"):
+                    if state == "cold":
+                        how = drop_cached(args.mirror)
+                    build = one_build(venv, args.mirror, args.tag, out)
+                    rows.setdefault((str(venv), state), []).append(build["seconds"])
+                    print(
+                        f"| {round_} | {venv} | {state} | {build['seconds']} s "
+                        f"| {build['disk_mb']} MB | {build['peak_rss_mb']} MB |",
+                        flush=True,
+                    )
+        print(f"\ncold: {how}")
+    for (venv, state), seconds in rows.items():
+        print(f"median {state:4} {venv}: {statistics.median(seconds):.1f} s ({seconds})")
+
+
+if __name__ == "__main__":
+    main()
