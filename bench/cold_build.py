@@ -40,18 +40,21 @@ def drop_cached(mirror: Path) -> str:
     for folder, _, files in os.walk(mirror):
         for name in files:
             try:
-                fd = os.open(f"{folder}/{name}", os.O_RDONLY | os.O_NOFOLLOW)
+                fd = os.open(f"{folder}/{name}", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
                 continue
             try:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            except OSError:
+                pass
             finally:
                 os.close(fd)
     return "the mirror's file pages advised out (not root: folders and inodes kept)"
 
 
 def one_build(venv: Path, mirror: Path, tag: str, out: Path) -> dict[str, float]:
-    """One full build into `out`: wall seconds, MB read from the disk, peak RSS in MB."""
+    """One full build into `out`: wall seconds, MB read from the disk (by the build and its
+    helpers), the peak RSS in MB of the build and of its manifest reader."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock
     started = time.perf_counter()
     command = [str(venv / "bin" / "cachegql"), "index", str(mirror), "--tag", tag]
@@ -64,10 +67,12 @@ def one_build(venv: Path, mirror: Path, tag: str, out: Path) -> dict[str, float]
     seconds = time.perf_counter() - started
     read = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock - before
     peak = re.search(r"peak RSS (\d+) MB", result.stdout)
+    reader = re.search(r"\(and (\d+) MB in a manifest reader\)", result.stdout)
     return {
         "seconds": round(seconds, 1),
         "disk_mb": round(read * 512 / 1e6),
         "peak_rss_mb": float(peak.group(1)) if peak else float("nan"),
+        "reader_rss_mb": float(reader.group(1)) if reader else float("nan"),
     }
 
 
@@ -84,24 +89,24 @@ def main() -> None:
         parser.error("--rounds must be 1 or more")
     venvs = args.venv or [ROOT / ".venv"]
     rows: dict[tuple[str, str], list[float]] = {}
-    print("| round | install | state | wall | read from disk | peak RSS |")
+    print("| round | install | state | wall | read from disk | peak RSS, build / manifest reader |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="cold-build-") as scratch:
-        how = ""
         for round_ in range(1, args.rounds + 1):
             for venv in venvs:
                 out = Path(scratch) / "index"
                 for state in ("cold", "warm"):
-                    if state == "cold":
-                        how = drop_cached(args.mirror)
+                    how = (
+                        drop_cached(args.mirror) if state == "cold" else "as the cold build left it"
+                    )
                     build = one_build(venv, args.mirror, args.tag, out)
                     rows.setdefault((str(venv), state), []).append(build["seconds"])
                     print(
-                        f"| {round_} | {venv} | {state} | {build['seconds']} s "
-                        f"| {build['disk_mb']} MB | {build['peak_rss_mb']} MB |",
+                        f"| {round_} | {venv} | {state} ({how}) | {build['seconds']} s "
+                        f"| {build['disk_mb']} MB | {build['peak_rss_mb']} MB / "
+                        f"{build['reader_rss_mb']} MB |",
                         flush=True,
                     )
-        print(f"\ncold: {how}")
     for (venv, state), seconds in rows.items():
         print(f"median {state:4} {venv}: {statistics.median(seconds):.1f} s ({seconds})")
 

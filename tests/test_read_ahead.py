@@ -1,9 +1,10 @@
 """Spec manifests asked of the disk ahead of their reading (read_ahead.py).
 
 The listing read ahead gives what the listing gives, in order, with its problems; a file
-dropped from the page cache is in memory once its folder was read ahead; what is not a
-regular file is never opened (a FIFO would block); an error of the listing reaches the
-reader; a reader that stops early stops the thread.
+dropped from the page cache is in memory once its folder was read ahead, unless it is
+larger than the reader reads; a FIFO or link swapped in after the listing is not waited
+on; an error of the listing reaches the reader; a reader that stops early stops the
+thread.
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ from pathlib import Path
 import pytest
 
 from cachegql.index.ingest.manifest_listing import listed_manifests
-from cachegql.index.ingest.read_ahead import _in_memory, read_ahead
+from cachegql.index.ingest.read_ahead import _ask, _in_memory, read_ahead
 from cachegql.index.records import Problem
 
 SUFFIX = ".spec.manifest.json"
+MAX_BYTES = 1 << 20
+ADVICE = pytest.mark.skipif(
+    not hasattr(os, "posix_fadvise"), reason="this system takes no advice (posix_fadvise)"
+)
 
 
 def _mirror_specs(root: Path, folders: int = 6, files: int = 40) -> Path:
@@ -38,7 +43,9 @@ def _listed(specs: Path, ahead: bool) -> tuple[list[tuple[str, bool]], list[Prob
     unlisted: list[Problem] = []
     listed = [
         (path, entry.is_file(follow_symlinks=False))
-        for path, entry in listed_manifests(specs, unlisted, ahead=ahead)
+        for path, entry in listed_manifests(
+            specs, unlisted, read_ahead_bytes=MAX_BYTES if ahead else 0
+        )
     ]
     return listed, unlisted
 
@@ -84,6 +91,8 @@ def test_the_listing_read_ahead_is_the_listing(tmp_path: Path) -> None:
     (specs / "pkg3" / f"link-1.0-hlink{SUFFIX}").symlink_to(fifo)
     (specs / "pkg4" / f"gone-1.0-hgone{SUFFIX}").symlink_to(tmp_path / "nowhere")
     (specs / "not-a-folder").write_text("x")
+    refused = specs / "pkg5"
+    refused.chmod(0)
     listed: dict[bool, tuple[list[tuple[str, bool]], list[Problem]]] = {}
 
     def list_both() -> None:
@@ -93,31 +102,55 @@ def test_the_listing_read_ahead_is_the_listing(tmp_path: Path) -> None:
     lister = threading.Thread(target=list_both, daemon=True)
     lister.start()
     lister.join(30)
+    refused.chmod(0o755)
     assert not lister.is_alive(), "the read-ahead opened the FIFO and waits on it"
     assert listed[True] == listed[False]
     paths = [path for path, _ in listed[True][0]]
-    assert len(paths) == 6 * 40 + 3
+    refusing = os.geteuid() != 0  # root lists any folder
+    assert len(paths) == (5 if refusing else 6) * 40 + 3
     assert paths == sorted(paths)
+    assert [p.path for p in listed[True][1]] == ([str(refused)] if refusing else [])
 
 
+@ADVICE
 def test_a_folder_read_ahead_is_in_memory_before_it_is_read(tmp_path: Path) -> None:
-    specs = _mirror_specs(tmp_path, folders=3)
+    specs = _mirror_specs(tmp_path, folders=1)
+    large = specs / "pkg0" / f"large-1.0-hlarge{SUFFIX}"
+    large.write_bytes(b" " * 8192)
     files = sorted(specs.glob(f"*/*{SUFFIX}"))
     if not all(_dropped(path) for path in files):
         pytest.skip(f"{tmp_path} keeps its files in memory (tmpfs): nothing to read ahead")
-    taken = read_ahead(iter([(str(specs / "pkg0"), list(os.scandir(specs / "pkg0")))]))
+    taken = read_ahead(iter([(str(specs / "pkg0"), list(os.scandir(specs / "pkg0")))]), 4096)
     folder, entries = next(taken)
     assert folder == str(specs / "pkg0")
+    small = [entry.path for entry in entries if entry.path != str(large)]
     # The advice queues the reads and returns; they land within moments.
-    for _ in range(200):
-        if all(_resident(entry.path) for entry in entries):
+    for _ in range(1000):
+        if all(_resident(path) for path in small):
             break
         threading.Event().wait(0.01)
-    assert all(_resident(entry.path) for entry in entries)
-    assert not any(_resident(path) for path in files if "pkg0" not in str(path))
+    assert all(_resident(path) for path in small)
+    assert not _resident(large), "a file larger than the reader reads was asked for"
     taken.close()
 
 
+@ADVICE
+def test_a_fifo_or_link_swapped_in_after_the_listing_is_not_waited_on(tmp_path: Path) -> None:
+    specs = _mirror_specs(tmp_path, folders=1, files=3)
+    entries = list(os.scandir(specs / "pkg0"))
+    first, second, _ = sorted(entries, key=lambda e: e.name)
+    Path(first.path).unlink()
+    os.mkfifo(first.path)  # no writer: an open for reading that waits never returns
+    Path(second.path).unlink()
+    Path(second.path).symlink_to(first.path)
+    asked = threading.Thread(target=_ask, args=(entries, MAX_BYTES, threading.Event()))
+    asked.daemon = True
+    asked.start()
+    asked.join(30)
+    assert not asked.is_alive(), "the read-ahead waits on a FIFO swapped in"
+
+
+@ADVICE
 def test_a_file_read_is_told_in_memory_and_a_dropped_one_is_not(tmp_path: Path) -> None:
     path = tmp_path / f"one-1.0-hone{SUFFIX}"
     path.write_text('{"data": []}')
@@ -125,7 +158,25 @@ def test_a_file_read_is_told_in_memory_and_a_dropped_one_is_not(tmp_path: Path) 
         pytest.skip(f"{tmp_path} keeps its files in memory (tmpfs): nothing to tell")
     assert not _in_memory(str(path))
     path.read_bytes()
+    if not _reads_without_waiting(path):
+        pytest.skip(f"{tmp_path}'s file system cannot tell a read that would wait (RWF_NOWAIT)")
     assert _in_memory(str(path))
+    empty = tmp_path / "empty"
+    empty.touch()
+    assert not _in_memory(str(empty))  # nothing tells whether it is in memory
+
+
+def _reads_without_waiting(path: Path) -> bool:
+    """Whether the system and `path`'s file system read a cached file with RWF_NOWAIT."""
+    if not hasattr(os, "RWF_NOWAIT"):
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT) == 1
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def test_an_error_of_the_listing_reaches_the_reader(tmp_path: Path) -> None:
@@ -133,7 +184,7 @@ def test_an_error_of_the_listing_reaches_the_reader(tmp_path: Path) -> None:
         yield str(tmp_path), []
         raise PermissionError("listing refused")
 
-    taken = read_ahead(listing())
+    taken = read_ahead(listing(), MAX_BYTES)
     assert next(taken) == (str(tmp_path), [])
     with pytest.raises(PermissionError, match="listing refused"):
         next(taken)
@@ -142,7 +193,7 @@ def test_an_error_of_the_listing_reaches_the_reader(tmp_path: Path) -> None:
 def test_a_reader_that_stops_early_stops_the_thread(tmp_path: Path) -> None:
     specs = _mirror_specs(tmp_path, folders=12, files=2)
     before = {t.ident for t in threading.enumerate()}
-    manifests = listed_manifests(specs, ahead=True)
+    manifests = listed_manifests(specs, read_ahead_bytes=MAX_BYTES)
     next(manifests)
     started = [t for t in threading.enumerate() if t.ident not in before]
     assert [t.name for t in started] == ["manifests-read-ahead"]

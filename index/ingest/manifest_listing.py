@@ -54,16 +54,19 @@ def holds_at_least(specs: Path, count: int) -> bool:
 
 
 def listed_manifests(
-    specs: Path | str, unlisted: list[Problem] | None = None, *, ahead: bool = False
+    specs: Path | str, unlisted: list[Problem] | None = None, *, read_ahead_bytes: int = 0
 ) -> Generator[tuple[str, os.DirEntry[str]], None, None]:
     """The spec manifests under `specs`, sorted as paths sort (folder, then file name):
     each one's path, with its entry in the listing (`is_regular`). A folder that cannot
     be listed goes into `unlisted` (a problem: its binaries' sizes are unknown), the rest
-    are still read. `ahead`: the folders are listed, and their manifests asked of the
-    disk, in a thread ahead of the reader (read_ahead.py); `unlisted` is then complete
-    once the manifests are all taken."""
+    are still read. `read_ahead_bytes` over 0: the folders are listed, and their
+    manifests of at most that many bytes (what the reader reads) asked of the disk, in a
+    thread ahead of the reader (read_ahead.py); `unlisted` is then complete once the
+    manifests are all taken."""
     folders = _listed_folders(specs, unlisted)
-    with contextlib.closing(read_ahead(folders) if ahead else folders) as listed:
+    if read_ahead_bytes > 0:
+        folders = read_ahead(folders, read_ahead_bytes)
+    with contextlib.closing(folders) as listed:
         for folder, files in listed:
             yield from ((f"{folder}/{file.name}", file) for file in files)
 

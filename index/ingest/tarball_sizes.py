@@ -241,7 +241,8 @@ def _send_sizes(
     unlisted: list[Problem] = []
     problems: list[Problem] = []
     stock = FileStock(STOCK_KIND)
-    for count, (path, entry) in enumerate(listed_manifests(specs, unlisted, ahead=True)):
+    listed = listed_manifests(specs, unlisted, read_ahead_bytes=MANIFEST_MAX_BYTES)
+    for count, (path, entry) in enumerate(listed):
         if count % _CHECK_EVERY == 0 and not build_alive():
             return
         size, status = _tarball_size(path, is_regular(entry))
