@@ -8,8 +8,9 @@ each install (`--venv`, this checkout's by default): first cold, the page cache 
 each of the mirror's files advised out with `posix_fadvise(DONTNEED)`, their inodes kept),
 then at once again, warm. It prints each build's wall time, what its processes read from
 the disk (`ru_inblock`) and its peak RSS as its closing line says; the median per install
-and state comes last. The machine's page cache holds some 10 GB here: a 1M-spec mirror
-(14 GB with its blobs) is partly cold after other work, whatever a benchmark before did.
+and state comes last. This machine pages out memory that no one touched for a minute (a
+DAMON `pageout` scheme): a 1M-spec mirror read ten minutes before, as `make bench` builds
+it, is mostly cold again; dropping the page cache makes the cold case the same each time.
 """
 
 from __future__ import annotations
