@@ -8,7 +8,8 @@ reader and, for each manifest of a folder, asks the kernel for it
 (`posix_fadvise(WILLNEED)`: the read is queued, and only the open may wait, for an inode
 not in memory), in the order of their inodes (the order they were written in, near the
 order of their blocks). The disk then has many requests at once, and the reader finds
-its manifests in memory: the cold build took 67.5 s (docs/benchmarks/ingest-speed.md).
+its manifests in memory: the cold build took 67.5 to 70.3 s
+(docs/benchmarks/ingest-speed.md).
 
 It asks for no more than the reader reads: a file that is regular once opened (the
 listing's type is checked again, no link followed, no FIFO waited on), up to the bytes
