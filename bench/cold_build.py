@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import resource
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
+
+from run import measured_build
 
 ROOT = Path(__file__).resolve().parent.parent
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -54,26 +54,18 @@ def drop_cached(mirror: Path) -> str:
 
 
 def one_build(venv: Path, mirror: Path, tag: str, out: Path) -> dict[str, float]:
-    """One full build into `out`: wall seconds, MB read from the disk (by the build and its
-    helpers), the peak RSS in MB of the build and of its manifest reader."""
+    """One full build into `out` (`run.measured_build`): wall seconds, MB read from the
+    disk (by the build and its helpers), the peak RSS in MB of the build and of its
+    manifest reader."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock
-    started = time.perf_counter()
-    command = [str(venv / "bin" / "cachegql"), "index", str(mirror), "--tag", tag]
-    result = subprocess.run(
-        [*command, "--out", str(out), "--full", "-q"],
-        check=True,
-        text=True,
-        capture_output=True,
-    )
-    seconds = time.perf_counter() - started
+    build = measured_build(venv / "bin", [str(mirror.resolve()), "--tag", tag], out)
     read = resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock - before
-    peak = re.search(r"peak RSS (\d+) MB", result.stdout)
-    reader = re.search(r"\(and (\d+) MB in a manifest reader\)", result.stdout)
+    reader = build["helper_peak_mb"]
     return {
-        "seconds": round(seconds, 1),
+        "seconds": build["seconds"],
         "disk_mb": round(read * 512 / 1e6),
-        "peak_rss_mb": float(peak.group(1)) if peak else float("nan"),
-        "reader_rss_mb": float(reader.group(1)) if reader else float("nan"),
+        "peak_rss_mb": build["peak_rss_mb"],
+        "reader_rss_mb": float("nan") if reader is None else reader,
     }
 
 

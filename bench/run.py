@@ -719,8 +719,7 @@ def _pages_build(
         return seconds
     source = pages({"specs": specs, "packages": packages, "seed": seed})
     log("indexing pages of the same size, to compare")
-    built: float = measured_build(venv, [str(source)], WORK / f"index-{source.name}")["seconds"]
-    return built
+    return float(measured_build(venv, [str(source)], WORK / f"index-{source.name}")["seconds"])
 
 
 def table(report: Report) -> str:
