@@ -6,8 +6,7 @@ import gc
 import hashlib
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from cachegql.index.binary_urls import public_base
 from cachegql.index.build_code import CODE_FILES, CODE_REVISION, code_digest, fingerprint_salt
 from cachegql.index.build_report import BuildReport, cycle_message, nothing_found
+from cachegql.index.collector import collector_paused
 from cachegql.index.disk import publish
 from cachegql.index.disk.dagwrite import CycleError
 from cachegql.index.disk.reuse import PreviousBuild, ReusedTag
@@ -39,7 +39,6 @@ from cachegql.index.ingest.digest_memo import write_recorded
 from cachegql.index.ingest.identity import (
     CONTENT_LIMITS,
     RecordingOpener,
-    local_mirrors,
     spec_manifest_stocks,
     tag_fingerprint,
     take_stock,
@@ -49,6 +48,13 @@ from cachegql.index.ingest.look_ahead import LookAhead
 from cachegql.index.ingest.recognise import Plan
 from cachegql.index.peak_memory import peak_rss_mb
 from cachegql.index.records import Problem
+from cachegql.index.tag_checks import (
+    Compared,
+    compared_tags,
+    looks_needed,
+    reading_order,
+    stocks_later,
+)
 
 __all__ = [
     "CODE_FILES",
@@ -152,8 +158,8 @@ def _counter(plan: Plan, on_progress: Callable[[int, int], None] | None) -> _Cou
 
 
 class _TagBuild:
-    """Writes a build's tags into its staging folder, one at a time, in name order (so
-    that `tags/<n>` numbers them as the manifest lists them), reusing unchanged ones."""
+    """Writes a build's tags into its staging folder, one at a time (those known changed
+    first: index/tag_checks.py), reusing unchanged ones; `tags/<n>` numbers them by name."""
 
     def __init__(
         self,
@@ -179,6 +185,8 @@ class _TagBuild:
         self.text_taken = False  # by the tag being written
         self.read_since_collected = False  # a tag was read (not reused): its cycles remain
         self.looks = LookAhead([])  # the fingerprints' looks at local mirrors (`run`'s)
+        self.comparing: dict[str, Compared] = {}  # the tags compared with `previous`
+        self.folders: dict[str, str] = {}
 
     @property
     def total(self) -> int:
@@ -188,17 +196,19 @@ class _TagBuild:
         self.result = ingest_pages(plan, strict=self.strict, on_source=self.count)
         requests = caches_by_tag(plan)
         tags = sorted(set(self.result.tables) | set(requests))
-        self.looks = LookAhead(
-            [
-                (tag, root)
-                for tag in tags
-                if self._earlier(tag, requests.get(tag, []))
-                for root in local_mirrors(requests[tag])
-            ]
-        )
+        self.folders = {tag: f"tags/{n}" for n, tag in enumerate(tags)}
+        if self.previous is not None:
+            # A tag with pages is always read again: its pages were, to learn their tag.
+            cached = [tag for tag in tags if self._cached_only(tag, requests.get(tag, []))]
+            salt = fingerprint_salt()
+            self.comparing = compared_tags(cached, requests, self.previous, self.opener, salt)
+        order = reading_order(tags, self.comparing)
+        self.looks = LookAhead(looks_needed(order, requests, self.comparing))
+        problems, first = self.result.problems, len(self.result.problems)
+        by_tag: dict[str, list[Problem]] = {}  # said in name order, however taken
         try:
             self.looks.start()
-            for tag in tags:
+            for tag in order:
                 if self.read_since_collected:
                     # The previous tag's cycles go before this one is read (the collector is
                     # paused). None is run after the last tag: a CLI build's exit frees them,
@@ -206,35 +216,36 @@ class _TagBuild:
                     # longer process leaves them to its collector, once it is running again.
                     gc.collect()
                     self.read_since_collected = False
+                before = len(problems)
                 self._tag(tag, requests.get(tag, []))
+                by_tag[tag] = problems[before:]
         finally:
             self.looks.close()
+        problems[first:] = [problem for tag in tags for problem in by_tag.get(tag, [])]
 
-    def _earlier(self, tag: str, requests: list[CacheRequest]) -> str | None:
-        """The previous build's fingerprint of `tag`, if it is to be compared with it: a
-        tag of build caches alone (a tag with pages is always read again: its pages were,
-        to learn their tag)."""
-        cached_only = bool(requests) and tag not in self.result.tables
-        return self.previous.fingerprint(tag) if self.previous and cached_only else None
+    def _cached_only(self, tag: str, requests: list[CacheRequest]) -> bool:
+        return bool(requests) and tag not in self.result.tables
 
     def _tag(self, tag: str, requests: list[CacheRequest]) -> None:
-        cached_only = bool(requests) and tag not in self.result.tables
-        folder = f"tags/{len(self.entries)}"
-        earlier = self._earlier(tag, requests)
-        checking = None
-        if self.previous is not None and earlier is not None:
+        cached_only = self._cached_only(tag, requests)
+        folder = self.folders[tag]
+        compared = self.comparing.get(tag)
+        checking = compared.opener if compared is not None else None
+        if compared is not None:
             self.compared += 1
-            # Local files are hashed again only if their status moved (digest_memo.py).
-            checking = RecordingOpener(self.opener, self.previous.file_digests)
+        # A tag whose index fingerprint moved changed: it is read without looking first.
+        if compared is not None and checking is not None and not compared.moved:
+            assert self.previous is not None  # a tag is compared with a previous build
             checking.look = self.looks.for_tag(tag)
             fingerprint = tag_fingerprint(tag, requests, checking, fingerprint_salt())
             reused = None
-            if fingerprint == earlier:
-                reused = self.previous.reuse(tag, earlier, self.folder / folder)
-            if reused is not None:
+            if fingerprint == self.previous.fingerprint(tag) and fingerprint is not None:
+                reused = self.previous.reuse(tag, fingerprint, self.folder / folder)
+            if fingerprint is not None and reused is not None:
                 for _ in requests:
                     self.count("")
-                self._add_reused(reused, folder, earlier, write_recorded(checking.recorded()))
+                recorded = write_recorded(checking.recorded())
+                self._add_reused(reused, folder, fingerprint, compared.index_fingerprint, recorded)
                 return
         result = self.result
         problems, caches, merged = len(result.problems), result.caches, result.merged_duplicates
@@ -246,7 +257,7 @@ class _TagBuild:
         recording = RecordingOpener(self.opener)
         if cached_only:
             take_stock(requests, recording)
-        parts = self._parts(requests, checking) if cached_only else None
+        parts = self._parts(tag, requests, compared) if cached_only else None
         ingest_caches(
             tag,
             requests,
@@ -272,7 +283,7 @@ class _TagBuild:
             return
         finally:
             del table, graph  # the tag's records go now, its cycles before the next tag is read
-        fingerprint, file_digests = None, {}
+        fingerprint, index_fingerprint, file_digests = None, None, {}
         self.texts_taken += int(self.text_taken)  # counted once the tag is kept
         if parts is not None:
             self.parts_taken += len(set(parts.taken))  # a cache the tag lists twice: once
@@ -281,7 +292,9 @@ class _TagBuild:
         # its sources: without a fingerprint, it is read again next time.
         complete = result.caches - caches == len(requests) and not recording.failures
         if cached_only and complete:
-            fingerprint = tag_fingerprint(tag, requests, recording, fingerprint_salt())
+            salt = fingerprint_salt()
+            fingerprint = tag_fingerprint(tag, requests, recording, salt)
+            index_fingerprint = tag_fingerprint(tag, requests, recording, salt, looked=False)
             # The files taken from parts were known by their status, not read again; one
             # the ingest found other bytes in (its status not settled since) is not.
             known = checking.recorded() if checking is not None else {}
@@ -293,6 +306,7 @@ class _TagBuild:
             packages=written.packages,
             specs=written.specs,
             fingerprint=fingerprint,
+            index_fingerprint=index_fingerprint,
             caches=result.caches - caches,
             merged_duplicates=result.merged_duplicates - merged,
             problems=[[p.path, p.message] for p in result.problems[problems:]],
@@ -302,20 +316,23 @@ class _TagBuild:
         )
 
     def _parts(
-        self, requests: list[CacheRequest], checking: RecordingOpener | None
+        self, tag: str, requests: list[CacheRequest], compared: Compared | None
     ) -> CacheParts | None:
         """Where the tag's indexes are kept as read, and taken from when known already:
         for a tag of several caches, of which one may change alone (a lone cache that
         did not change is reused with its tag)."""
         if len(requests) < 2:
             return None
+        checking = compared.opener if compared is not None else None
         known = checking.known_digests() if checking is not None else {}
         stocks = spec_manifest_stocks(checking) if checking is not None else {}
+        moved = compared is not None and compared.moved
+        later = stocks_later(tag, requests, self.looks) if moved else {}
         # What else decides what reading an index gives: the code, and the limits a body
         # must be within (one over them is not read, whatever part it had).
         bounds = [getattr(self.opener.limits, name) for name in CONTENT_LIMITS]
         code = hashlib.sha256(repr((fingerprint_salt(), bounds)).encode()).hexdigest()
-        return CacheParts(self.parts_folder, code, known, stocks)
+        return CacheParts(self.parts_folder, code, known, stocks, later)
 
     def _take_text(self, tag: str, digest: str, into: Path) -> bool:
         """The previous build's text index of `tag` put `into` (`PreviousBuild.take_text`)."""
@@ -332,6 +349,7 @@ class _TagBuild:
         reused: ReusedTag,
         folder: str,
         fingerprint: str,
+        index_fingerprint: str | None,
         file_digests: dict[str, list[int | str]],
     ) -> None:
         result = self.result
@@ -350,6 +368,7 @@ class _TagBuild:
             packages=reused.packages,
             specs=reused.specs,
             fingerprint=fingerprint,
+            index_fingerprint=index_fingerprint,
             caches=reused.caches,
             merged_duplicates=reused.merged_duplicates,
             problems=[[p.path, p.message] for p in reused.problems],
@@ -372,25 +391,10 @@ def _write_manifest(
         build.known,
         build_id=staging.build_id,
         sources=[public_base(str(s)) for s in sources],
-        tags=build.entries,
+        tags=sorted(build.entries, key=lambda entry: str(entry["name"])),
         pages=result.pages,
         caches=result.caches,
         specs=sum(build.specs.values()),
         problems=[str(p) for p in result.problems],
-        mirrors=result.mirrors,
+        mirrors=dict(sorted(result.mirrors.items())),
     )
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while the ingest allocates millions of objects
-    that all live until their tag is written: scanning them again and again made reading
-    a large index five times slower (28 MB/s of JSON instead of 160). A tag's cycles are
-    collected once, before the next tag is read (`_TagBuild.run`)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

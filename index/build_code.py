@@ -19,6 +19,7 @@ CODE_FILES = (
     "build.py",
     "build_code.py",
     "build_report.py",
+    "tag_checks.py",
     "binary_urls.py",
     "fields.py",
     "records.py",

@@ -24,9 +24,16 @@ from cachegql.index import IndexStore, StrictModeError, build_index
 from cachegql.index import build as build_module
 from cachegql.index.build import BuildReport, code_digest
 from cachegql.index.disk.reuse import PreviousBuild
-from cachegql.index.ingest import SourceLimits, look_ahead, tarball_sizes
+from cachegql.index.ingest import (
+    SourceLimits,
+    identity,
+    ingest_caches,
+    look_ahead,
+    tarball_sizes,
+)
 from cachegql.index.ingest.files import read_regular_status
 from cachegql.server.fetch import HttpReader
+from tests import mirror_builder as mb
 from tests import oracle_queries as oq
 from tests.conftest import CLI, PAGES, serving
 from tests.http_fixture import MirrorHTTPServer
@@ -395,6 +402,63 @@ def test_local_v3_mirrors_looked_at_ahead_are_reused_and_read_again_alike(
     assert _build(sources, out).reused == list(TAGS)
 
 
+def test_a_tag_whose_index_moved_is_read_first_without_looking_at_its_mirrors(
+    sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Index fingerprints (index/tag_checks.py): a tag whose index changed is known so
+    before any of its spec manifests is looked at, and is read first (its lone mirror's
+    manifests by their reader, never looked at); the others are compared after it, and
+    the build lists its tags, numbers their folders and says its problems by name. A tag
+    whose spec manifests alone moved is found so by its full fingerprint; a previous
+    build without index fingerprints (older code) is compared by its fingerprints."""
+    _write_listing(sources, {tag: [{"label": "root", "url": f"{tag}/mirror"}] for tag in TAGS})
+    out = tmp_path / "ix"
+    _build(sources, out)
+    events: list[tuple[str, str]] = []
+    real_look, real_ingest = identity.look, ingest_caches
+
+    def looked(root: Any, *args: Any, **kwargs: Any) -> Any:
+        events.append(("look", Path(str(root)).parent.name))
+        return real_look(root, *args, **kwargs)
+
+    def ingested(tag: str, *args: Any, **kwargs: Any) -> None:
+        events.append(("read", tag))
+        real_ingest(tag, *args, **kwargs)
+
+    monkeypatch.setattr("cachegql.index.ingest.look_ahead.look", looked)
+    monkeypatch.setattr("cachegql.index.build.ingest_caches", ingested)
+    mirror = sources / "v0.22" / "mirror"
+    index = _index_file(sources, "v0.22", "root")
+    _unlist_one_binary(index)
+    mb.write_index_manifest(mirror, index.read_bytes(), (8,), False)
+    again = _build(sources, out)
+    assert events == [("read", "v0.22"), ("look", "develop"), ("look", "v0.23")]
+    assert again.reused == ["develop", "v0.23"] and again.compared == 3
+    assert [t["name"] for t in _manifest(again.folder)["tags"]] == list(TAGS)
+    assert [t["folder"] for t in _manifest(again.folder)["tags"]] == ["tags/0", "tags/1", "tags/2"]
+    _same_as_full(sources, again, tmp_path)
+
+    manifest = next((mirror / "v3" / "manifests" / "spec").glob("*/*.spec.manifest.json"))
+    status = manifest.stat()
+    os.utime(manifest, ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))
+    events.clear()
+    touched = _build(sources, out)
+    assert events == [("look", "develop"), ("look", "v0.22"), ("read", "v0.22"), ("look", "v0.23")]
+    assert touched.reused == ["develop", "v0.23"]
+
+    previous = _manifest(touched.folder)
+    for entry in previous["tags"]:
+        del entry["index_fingerprint"]
+    (touched.folder / "manifest.json").write_text(json.dumps(previous))
+    _unlist_one_binary(index)
+    mb.write_index_manifest(mirror, index.read_bytes(), (8,), False)
+    events.clear()
+    older = _build(sources, out)
+    assert events == [("look", "develop"), ("look", "v0.22"), ("read", "v0.22"), ("look", "v0.23")]
+    assert older.reused == ["develop", "v0.23"]
+    _same_as_full(sources, older, tmp_path / "older")
+
+
 def test_pages_are_always_read(tmp_path: Path) -> None:
     out = tmp_path / "ix"
     build_index([PAGES], out)
@@ -600,6 +664,9 @@ def test_only_the_limits_on_content_are_in_the_fingerprint(sources: Path, tmp_pa
         pytest.param(lambda m: m["tags"][1].update(caches="4"), id="count-string"),
         pytest.param(lambda m: m["tags"][1].update(problems=[["only a path"]]), id="problem"),
         pytest.param(lambda m: m["tags"][1].update(fingerprint=1), id="fingerprint-int"),
+        pytest.param(
+            lambda m: m["tags"][1].update(index_fingerprint=[]), id="index-fingerprint-list"
+        ),
         pytest.param(lambda m: m["tags"][1].update(text=5), id="text-int"),
         pytest.param(lambda m: m["mirrors"].update({"v0.22": ["a list"]}), id="tag-mirrors"),
         pytest.param(lambda m: m["tags"][1].update(file_digests=[]), id="file-digests-list"),

@@ -74,6 +74,8 @@ class _Entry:
     folder: str
     tag: ReusedTag
     file_digests: dict[str, Recorded]
+    index_fingerprint: str | None = None
+    """Of its indexes alone (`tag_fingerprint` without `looked`); None from older code."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,10 @@ class PreviousBuild:
     def fingerprint(self, tag: str) -> str | None:
         entry = self.tags.get(tag)
         return entry.fingerprint if entry is not None else None
+
+    def index_fingerprint(self, tag: str) -> str | None:
+        entry = self.tags.get(tag)
+        return entry.index_fingerprint if entry is not None else None
 
     def take_text(self, tag: str, digest: str, into: Path) -> bool:
         """Put the text index of `tag` into the new, absent folder `into` if it was made
@@ -169,8 +175,9 @@ def _entry(entry: dict[str, Any], mirrors: dict[str, Any], manifest: Manifest) -
     # `type(...) is int`: JSON's true is a bool, which Python counts as an int.
     if not all(type(n) is int and n >= 0 for n in counts):
         raise ValueError(f"tag {tag}: counts are not counts")
-    if fingerprint is not None and not isinstance(fingerprint, str):
-        raise ValueError(f"tag {tag}: the fingerprint is not a string")
+    indexes = entry.get("index_fingerprint")
+    if not all(f is None or isinstance(f, str) for f in (fingerprint, indexes)):
+        raise ValueError(f"tag {tag}: a fingerprint is not a string")
     problems = entry.get("problems")
     if not isinstance(problems, list) or not all(_is_problem(p) for p in problems):
         raise ValueError(f"tag {tag}: problems are not [path, message] pairs")
@@ -202,7 +209,8 @@ def _entry(entry: dict[str, Any], mirrors: dict[str, Any], manifest: Manifest) -
         tuple(parts),
         text,
     )
-    return _Entry(fingerprint, folder, reused, read_recorded(entry.get("file_digests", {}), tag))
+    digests = read_recorded(entry.get("file_digests", {}), tag)
+    return _Entry(fingerprint, folder, reused, digests, indexes)
 
 
 def _is_problem(value: object) -> bool:

@@ -214,10 +214,12 @@ def _read_v3(
     views = [] if root.is_url else _view_blobs(root, opener)
     readable = [view for view in views if isinstance(view, ViewBlob)]
     specs = root.join(*V3_SPECS)
-    kept = None if root.is_url or parts is None else parts.load_sizes(specs)
+    # A stock still being looked at is waited for once the index is read (not before).
+    later = parts is not None and not root.is_url and parts.stock_later(specs)
+    kept = None if root.is_url or parts is None or later else parts.load_sizes(specs)
     sizes = (
         None
-        if root.is_url or kept is not None
+        if root.is_url or kept is not None or later
         else PendingSizes(specs.path, views=readable, limits=opener.limits)
     )
     problems: list[Problem] = []
@@ -227,6 +229,10 @@ def _read_v3(
             database = _index_database(blob, str(manifest), opener, seen, parts, checksum)
         except NotFoundError as exc:  # not to be tried as layout v2, and called no mirror
             raise ReadError(f"{manifest} names an index blob that is missing ({exc})") from None
+        if later and parts is not None:
+            kept = parts.load_sizes(specs)
+            if kept is None:  # read now, after the index rather than beside it
+                sizes = PendingSizes(specs.path, views=readable, limits=opener.limits)
         data = CacheData(
             str(root), database, {label: binaries(database)}, base=root.without_query, layout="v3"
         )

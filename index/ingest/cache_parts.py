@@ -253,7 +253,8 @@ class CacheParts:
     build read to find the tag's fingerprint (a file whose status moved, a remote index
     downloaded or revalidated). A part is taken for those locations only. `stocks`
     gives, likewise, the `FileStock` of each folder of spec manifests the build looked at
-    before the ingest (identity.py).
+    before the ingest (identity.py); `later`, of each folder it is looking at during the
+    ingest (a tag known to have changed, look_ahead.py): asked for once, when needed.
     """
 
     def __init__(
@@ -262,9 +263,11 @@ class CacheParts:
         code: str,
         known: Mapping[str, str],
         stocks: Mapping[str, str] | None = None,
+        later: Mapping[str, Callable[[], str | None]] | None = None,
     ) -> None:
         self.folder, self.code, self.known = folder, code, known
-        self.stocks = stocks or {}
+        self.stocks = dict(stocks or {})
+        self._later = dict(later or {})
         self.names: set[str] = set()  # the parts this tag took or wrote
         self.taken: list[str] = []  # the locations taken from parts (tests, benchmarks)
         self.sizes_taken: set[str] = set()  # the folders of spec manifests likewise
@@ -335,9 +338,16 @@ class CacheParts:
         key = hashlib.sha256(f"{folder.text}\n{stock}".encode("utf-8", "surrogateescape"))
         return f"{self.code[:16]}-sizes-{key.hexdigest()}{_SUFFIX}"
 
+    def stock_later(self, folder: Location) -> bool:
+        """Whether `folder`'s stock is still being looked at (`load_sizes` may wait)."""
+        return folder.text in self._later
+
     def load_sizes(self, folder: Location) -> tuple[Sizes, str] | None:
         """The sizes of the spec manifests in `folder`, and their stock, from the part of
-        that stock, when the build looked at them before the ingest and one is there."""
+        that stock, when the build looked at them (`later`: now) and one is there."""
+        asked = self._later.pop(folder.text, None)
+        if asked is not None and (found := asked()) is not None:
+            self.stocks[folder.text] = found  # a mirror listed twice in a tag: asked once
         stock = self.stocks.get(folder.text)
         if stock is None:
             return None

@@ -70,26 +70,41 @@ class _Digest(Protocol):
 
 
 def tag_fingerprint(
-    tag: str, requests: Sequence[CacheRequest], opener: Opener, salt: Iterable[object]
+    tag: str,
+    requests: Sequence[CacheRequest],
+    opener: Opener,
+    salt: Iterable[object],
+    *,
+    looked: bool = True,
 ) -> str | None:
     """One tag's build caches, in order, with everything else its files depend on
     (`salt`: the index format, the code's revision; the limits sources are read within).
-    None when one of its caches has no identity."""
+    None when one of its caches has no identity.
+
+    Without `looked`: the tag's *index fingerprint*, of its caches' indexes alone (index
+    files, `index.json.hash`, v3 index manifests and local blobs), not of what a local
+    mirror is known by through listing and `stat` (`Stock`: its views, its spec manifests,
+    a million `stat`s at 1M specs, its spec files). It is cheap, and covers a part of what
+    the fingerprint covers: where it moved, the tag changed (index/tag_checks.py).
+    """
     digest = hashlib.sha256()
     bounds = [getattr(opener.limits, name) for name in CONTENT_LIMITS]
-    _feed(digest, "tag", tag, *bounds, *salt)
+    _feed(digest, "tag" if looked else "tag-indexes", tag, *bounds, *salt)
     recording = opener if isinstance(opener, RecordingOpener) else RecordingOpener(opener)
     for request in requests:
-        identity = cache_identity(request, recording)
+        identity = cache_identity(request, recording, looked=looked)
         if identity is None:
             return None
         _feed(digest, identity)
     return digest.hexdigest()
 
 
-def cache_identity(request: CacheRequest, opener: RecordingOpener) -> str | None:
+def cache_identity(
+    request: CacheRequest, opener: RecordingOpener, *, looked: bool = True
+) -> str | None:
     """The identity of one build cache as the ingest would read it (its kind, label and
-    location are part of it: they are in its records and problems), or None."""
+    location are part of it: they are in its records and problems), or None; without
+    `looked`, of its indexes alone (`tag_fingerprint`)."""
     digest = hashlib.sha256()
     location = request.location
     _feed(digest, request.kind, request.label, str(location))
@@ -105,7 +120,7 @@ def cache_identity(request: CacheRequest, opener: RecordingOpener) -> str | None
                 if root is not None and not location.is_url:  # an index manifest
                     _index_blob(location, root, opener, digest)
             else:
-                _mirror(location, opener, digest)
+                _mirror(location, opener, digest, looked)
     except (ReadError, SourceFormatError, OSError, ValueError):
         return None  # reading it will say what is wrong
     return digest.hexdigest()
@@ -204,18 +219,21 @@ def _stock_of(root: Location, opener: RecordingOpener) -> Stock:
     return stock
 
 
-def _mirror(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
-    """Layout v3 first, then v2, as `read_mirror` tries them."""
+def _mirror(root: Location, opener: RecordingOpener, digest: _Digest, looked: bool) -> None:
+    """Layout v3 first, then v2, as `read_mirror` tries them; without `looked`, what of
+    it is read through the opener alone (`tag_fingerprint`)."""
     index = root.join(*V3_INDEX)
     try:
         manifest = opener.digest(index.join(MANIFEST))
     except NotFoundError:
-        _v2(root, opener, digest)
+        _v2(root, opener, digest, looked)
         return
     _feed(digest, "v3", manifest)
     if root.is_url:
         return  # views, spec manifests and blobs by their status: local mirrors only
     _index_blob(index.join(MANIFEST), root, opener, digest)
+    if not looked:
+        return
     stock = _stock_of(root, opener)
     for view in stock.views:
         _feed(digest, "view", view, opener.digest(index.join(view, MANIFEST)))
@@ -248,7 +266,7 @@ def _index_blob(
     _feed(digest, "blob", opener.digest(blob))
 
 
-def _v2(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
+def _v2(root: Location, opener: RecordingOpener, digest: _Digest, looked: bool) -> None:
     if root.is_url:
         # The `.hash` stands for the index (which is checked against it when read); a
         # mirror without one is known by its index's bytes.
@@ -258,8 +276,9 @@ def _v2(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
         except NotFoundError:
             _feed(digest, "v2", opener.digest(folder.join("index.json")))
         return
-    stock = _stock_of(root, opener)
-    local = Location(str(stock.v2_folder))
+    # Its folder as its `Stock` found it (else as `look` finds it: no `Stock` is taken).
+    stock = _stock_of(root, opener) if looked else None
+    local = Location(str(stock.v2_folder)) if stock is not None else v2_folder(root)
     try:
         hash_file = opener.digest(local.join("index.json.hash"))
     except NotFoundError:
@@ -267,6 +286,8 @@ def _v2(root: Location, opener: RecordingOpener, digest: _Digest) -> None:
     try:
         _feed(digest, "v2", opener.digest(local.join("index.json")), hash_file)
     except NotFoundError:
+        if stock is None:  # its spec files: known by their `Stock` alone
+            return
         if stock.spec_files is None:  # it had an index when stock was taken
             raise ReadError(f"{local}: its index went during the build") from None
         _feed(digest, "spec-files", stock.spec_files)  # no index: they are read

@@ -9,10 +9,15 @@ manifests, guessed from the first mirror), a helper process takes them one after
 another, and the build, when it asks for one, takes it itself unless the helper has
 (`EachClaims`); waiting for one the helper is taking, it takes the next ones no one has.
 A tag's looks then take about half the time, and while the build reads a changed tag,
-the helper looks at the next tags' mirrors.
+the helper looks at the next tags' mirrors. A tag known changed by its index fingerprint
+(index/tag_checks.py) is read before the others, and if it has several caches, its looks
+come first: while it is read, the build asks for them one mirror at a time and waits for
+the helper's (`share` False) rather than take the next looks, which its read would then
+wait for.
 
 A look is the one the build would take (the same function on the same folders), taken
-before its tag's ingest, but not always at its tag's turn: from the build's start on. A
+before its tag's ingest (a changed tag's: before the sizes it stands for are taken from
+their part), but not always at its tag's turn: from the build's start on. A
 spec manifest written after its look, before its tag's turn, is seen by the next build
 (the tag is reused now, or read with the sizes its manifests had at the look, as one
 written during the ingest always was), never lost. Where no helper can be started, or
@@ -104,8 +109,10 @@ class LookAhead:
         """What a `RecordingOpener` of `tag` takes its looks with."""
         return lambda root: self.look(tag, root)
 
-    def look(self, tag: str, root: Location) -> Stock | None:
-        """`identity.look(root)` for `tag`, taken here or by the helper."""
+    def look(self, tag: str, root: Location, *, share: bool = True) -> Stock | None:
+        """`identity.look(root)` for `tag`, taken here or by the helper. Waiting for the
+        helper, this process takes the next looks unless not `share` (a build reading a
+        tag: the read is what the build waits for, not the looks)."""
         index = self._places.get((tag, root.text))
         if index is None:  # not foreseen: taken here, as it would be without a helper
             return look(root)
@@ -113,7 +120,7 @@ class LookAhead:
             if self._take(index):
                 self._done[index] = look(root)
             else:
-                self._wait_for(index)
+                self._wait_for(index, share)
         return self._done[index]
 
     def _take(self, index: int) -> bool:
@@ -130,13 +137,13 @@ class LookAhead:
     def _helper_alive(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
-    def _wait_for(self, index: int) -> None:
+    def _wait_for(self, index: int, share: bool) -> None:
         """Look `index`, which the helper took, into `_done`: until it is in, the next
-        looks no one took are taken here (rather than wait: both cores look)."""
+        looks no one took are taken here if `share` (rather than wait: both cores look)."""
         assert self._receiver is not None
         following = index + 1
         while index not in self._done:
-            if not self._receiver.poll():
+            if share and not self._receiver.poll():
                 following = self._next_free(following)
                 if following < len(self._roots):
                     self._done[following] = look(Location(self._roots[following]))
