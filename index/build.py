@@ -239,7 +239,7 @@ class _TagBuild:
             checking.look = self.looks.for_tag(tag)
             fingerprint = tag_fingerprint(tag, requests, checking, fingerprint_salt())
             reused = None
-            if fingerprint == self.previous.fingerprint(tag) and fingerprint is not None:
+            if fingerprint is not None and fingerprint == self.previous.fingerprint(tag):
                 reused = self.previous.reuse(tag, fingerprint, self.folder / folder)
             if fingerprint is not None and reused is not None:
                 for _ in requests:
