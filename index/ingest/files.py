@@ -29,6 +29,7 @@ __all__ = [
     "describe_mode",
     "map_regular",
     "map_regular_status",
+    "open_listed_regular",
     "open_regular",
     "read_head",
     "read_regular",
@@ -286,6 +287,13 @@ def _open_checked(path: Path | str, listed_regular: bool = False) -> tuple[int, 
     except BaseException:
         os.close(fd)
         raise
+
+
+def open_listed_regular(path: Path | str) -> tuple[int, os.stat_result]:
+    """A descriptor on `path`, listed as a regular file, and its status: a link put in its
+    place is not followed, a FIFO not waited on, and one no longer regular is refused
+    (NotRegularFileError)."""
+    return _open_checked(path, listed_regular=True)
 
 
 def read_head(path: Path, size: int) -> bytes:

@@ -23,10 +23,11 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import stat
 import threading
 from collections.abc import Generator, Iterable
 from typing import TypeVar
+
+from cachegql.index.ingest.files import open_listed_regular
 
 __all__ = ["AHEAD_FOLDERS", "read_ahead"]
 
@@ -34,7 +35,6 @@ AHEAD_FOLDERS = 4
 """Folders listed and asked for ahead of the one being read (and one more being asked
 for): the page cache holds their manifests (a few KB each) until read."""
 
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOFOLLOW
 _Folder = TypeVar("_Folder", bound=tuple[str, list[os.DirEntry[str]]])
 _END = object()
 _ADVISE = getattr(os, "posix_fadvise", None)
@@ -141,14 +141,7 @@ def _open_regular(path: str) -> tuple[int, int] | None:
     """A descriptor on `path` and its size, if it is a regular file once opened (not a
     link), else None."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd, status = open_listed_regular(path)
     except OSError:
         return None
-    try:
-        status = os.fstat(fd)
-        if stat.S_ISREG(status.st_mode):
-            return fd, status.st_size
-    except OSError:
-        pass
-    os.close(fd)
-    return None
+    return fd, status.st_size
