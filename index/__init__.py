@@ -28,7 +28,7 @@ from cachegql.index.disk.layout import FORMAT_VERSION
 from cachegql.index.disk.memory import release_freed, releases_freed
 from cachegql.index.disk.publish import PublishError, received
 from cachegql.index.disk.snapshot import DependencyData, PackageData, Snapshot
-from cachegql.index.disk.spec_columns import SpecColumns
+from cachegql.index.disk.spec_columns import SpecColumns, row_reader
 from cachegql.index.disk.store import IndexLoadError, IndexStore, UnknownTagError
 from cachegql.index.disk.verify import IndexChangedError
 from cachegql.index.errors import CriteriaError, shorten
@@ -189,6 +189,7 @@ __all__ = [
     "release_freed",
     "releases_freed",
     "renewed",
+    "row_reader",
     "run_with_deadline",
     "runs_on",
     "shorten",

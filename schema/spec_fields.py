@@ -12,12 +12,12 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
-from cachegql.index import SHORT_HASH_LENGTH, SpecColumns
+from cachegql.index import SHORT_HASH_LENGTH, Snapshot, SpecColumns, row_reader
 from cachegql.index import Compiler as CompilerData
 from cachegql.index import Variant as VariantData
 from cachegql.schema.value_types import Compiler, Variant
 
-__all__ = ["FIELDS", "SHOWN", "shown_one"]
+__all__ = ["FIELDS", "SHOWN", "SHOWN_ONE"]
 
 
 @lru_cache(maxsize=65536)
@@ -84,8 +84,15 @@ SHOWN: dict[str, Callable[[SpecColumns], list[Any]]] = {
 """How each field of `Spec` is made of a record's fields, a column at a time."""
 
 
-def shown_one(columns: SpecColumns, name: str) -> Any:
-    """A field of `Spec` for a batch of one row: its value alone, not a column."""
-    field, show = FIELDS[name]
-    value = columns.one(field)
-    return value if show is None else show(value)
+def _one(field: str, show: Callable[[Any], Any] | None) -> Callable[[Snapshot, int], Any]:
+    read = row_reader(field)
+    if show is None:
+        return read
+    return lambda snapshot, row: show(read(snapshot, row))
+
+
+SHOWN_ONE: dict[str, Callable[[Snapshot, int], Any]] = {
+    name: _one(field, show) for name, (field, show) in FIELDS.items()
+}
+"""How each field of `Spec` is made of one row's record, read alone (a spec looked up by
+its hash): `SHOWN_ONE[name](snapshot, row)`."""

@@ -33,7 +33,7 @@ from cachegql.schema.facet_types import SpecFacets
 from cachegql.schema.inputs import SpecFilter, SpecFilterArg, asked_hashes, spec_criteria
 from cachegql.schema.pagination import DEFAULT_FIRST, Fingerprint, Window, fingerprint, window
 from cachegql.schema.readers import reads_many
-from cachegql.schema.spec_fields import SHOWN, shown_one
+from cachegql.schema.spec_fields import SHOWN, SHOWN_ONE
 from cachegql.schema.value_types import Compiler, PageInfo, StackCount, Variant, page_info
 
 __all__ = [
@@ -54,10 +54,11 @@ __all__ = [
 def _shown(field: str, **options: Any) -> Any:
     """A field of `Spec` read from its batch's columns: for the whole batch, when a query
     first asks for it (a page that shows three fields reads three columns)."""
+    one = SHOWN_ONE[field]
 
     def read(root: Spec) -> Any:
         batch = root._batch
-        return shown_one(batch.columns, field) if batch.single else batch.shown(field)[root._at]
+        return batch.shown(field)[root._at] if batch.row < 0 else one(batch.snapshot, batch.row)
 
     def read_all(roots: Sequence[Spec]) -> list[Any]:
         if roots:
@@ -205,9 +206,9 @@ class SpecBatch:
         self.snapshot = snapshot
         self.rows = rows
         self.columns = snapshot.spec_columns(rows)
-        self.single = len(rows) == 1
-        """A batch of one row (a spec looked up by its hash) shows values, not columns:
-        each read shows its value again (the record's is read once), alias or not."""
+        self.row = rows[0] if len(rows) == 1 else -1
+        """A batch of one row (a spec looked up by its hash), else -1: its fields are read
+        off the row alone (`SHOWN_ONE`), one read each (alias or not), no column kept."""
         self._shown: dict[str, list[Any]] = {}
         # The page of specs made of it, weakly: each spec refers to its batch, and a
         # request's objects must die with it by reference counting.

@@ -67,7 +67,7 @@ from starlette.types import Scope
 
 from cachegql.schema import EXECUTIONS
 from cachegql.server.holder import IndexHolder
-from cachegql.server.request_info import request_info
+from cachegql.server.request_info import RequestInfo, request_info
 from cachegql.server.tally import Tally
 
 __all__ = ["MULTIPROC_ENV", "Metrics", "multiprocess_folder"]
@@ -76,6 +76,8 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 OTHER = "(other)"
 MAX_OPERATIONS = 100
 MAX_CODES = 32
+MAX_KINDS = 1024
+"""Kinds of requests (route, operation label, status, ...) whose series are kept."""
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 _NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,63}")
 _CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
@@ -168,6 +170,7 @@ class Metrics:
         self._request_children: dict[tuple[str, str, str, str], Counter] = {}
         self._duration_children: dict[tuple[str, str], Histogram] = {}
         self._error_children: dict[tuple[str, str], Counter] = {}
+        self._kinds: dict[tuple[str | int | None, ...], tuple[tuple[Counter, ...], Histogram]] = {}
         self._operations: set[str] = set()
         self._codes: set[str] = set()
         # Created now, so that they are exposed (as 0) before the first of each.
@@ -190,35 +193,49 @@ class Metrics:
     def observe(self, scope: Scope, status: int, seconds: float) -> None:
         """Count one answered request, `seconds` after it arrived."""
         info = request_info(scope)
-        route = scope.get("route")
-        path = getattr(route, "path", None) or OTHER
+        path = getattr(scope.get("route"), "path", None) or OTHER
+        operation = self._operation(info.operation)  # a label: any name sent is bounded
+        kind = (path, operation, status, info.cache, info.persisted, info.execution)
+        # The series a request adds to, found once per kind of request (without errors:
+        # their codes vary) rather than label by label each time.
+        counted = None if info.codes else self._kinds.get(kind)
+        if counted is None:
+            counted = self._counted(path, operation, status, info)
+            if not info.codes and len(self._kinds) < MAX_KINDS:
+                self._kinds[kind] = counted
+        tally = self.tally
+        tally.count_each(counted[0])
+        tally.observe(counted[1], seconds)
+        tally.flush_later()
+
+    def _counted(
+        self, path: str, operation: str, status: int, info: RequestInfo
+    ) -> tuple[tuple[Counter, ...], Histogram]:
+        """The counters a request adds one to (a counter twice: two), and its histogram."""
         failed = status >= 400 or bool(info.codes)
-        operation = self._operation(info.operation)
         status_class = _STATUS_CLASSES[status // 100] if 0 < status < 600 else OTHER
         key = (path, operation, status_class, "error" if failed else "ok")
         requests = self._request_children.get(key)
         if requests is None:
             requests = self._request_children[key] = self._requests.labels(*key)
-        tally = self.tally
-        tally.count(requests)
+        counters = [requests]
         timing = self._duration_children.get(key[:2])
         if timing is None:
             timing = self._duration_children[key[:2]] = self._duration.labels(path, operation)
-        tally.observe(timing, seconds)
         for code in info.codes:
             pair = (operation, self._code(code))
             errors = self._error_children.get(pair)
             if errors is None:
                 errors = self._error_children[pair] = self._errors.labels(*pair)
-            tally.count(errors)
+            counters.append(errors)
         if info.cache is not None:
-            tally.count(self._cache_children.get(info.cache) or self._cache.labels(OTHER))
+            counters.append(self._cache_children.get(info.cache) or self._cache.labels(OTHER))
         if info.persisted is not None:
             persisted = self._persisted_children.get(info.persisted)
-            tally.count(persisted or self._persisted.labels(OTHER))
+            counters.append(persisted or self._persisted.labels(OTHER))
         if info.execution is not None:
-            tally.count(self._execution_children[info.execution])
-        tally.flush_later()
+            counters.append(self._execution_children[info.execution])
+        return tuple(counters), timing
 
     def _operation(self, name: str | None) -> str:
         if not name:

@@ -31,14 +31,19 @@ class Tally:
 
     def __init__(self, buckets: Sequence[float]) -> None:
         self.bounds = (*buckets, float("inf"))
-        self.counts: dict[Counter, int] = {}
+        self.counts: dict[tuple[Counter, ...], int] = {}
+        """Per group of counters counted together (`count_each`): how many times."""
         self.timings: dict[Histogram, list[float]] = {}
         """Per histogram: the sum of its observations, then how many fell in each bucket."""
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def count(self, counter: Counter) -> None:
-        self.counts[counter] = self.counts.get(counter, 0) + 1
+        self.count_each((counter,))
+
+    def count_each(self, counters: tuple[Counter, ...]) -> None:
+        """Count one for each of `counters` (a counter twice in it: two)."""
+        self.counts[counters] = self.counts.get(counters, 0) + 1
 
     def observe(self, histogram: Histogram, seconds: float) -> None:
         timing = self.timings.get(histogram)
@@ -68,8 +73,9 @@ class Tally:
     def flush(self) -> None:
         """Add everything gathered to the metrics."""
         counts, self.counts = self.counts, {}
-        for counter, count in counts.items():
-            counter.inc(count)
+        for counters, count in counts.items():
+            for counter in counters:
+                counter.inc(count)
         timings, self.timings = self.timings, {}
         for histogram, (total, *per_bucket) in timings.items():
             _observe_many(histogram, total, per_bucket)

@@ -14,7 +14,7 @@ import pytest
 
 from cachegql.index import IndexStore, Snapshot, SpecRecord
 from cachegql.schema import Context, build_schema
-from cachegql.schema.spec_fields import FIELDS, shown_one
+from cachegql.schema.spec_fields import FIELDS, SHOWN_ONE
 from cachegql.schema.spec_types import SpecBatch
 
 
@@ -67,14 +67,15 @@ def test_a_batchs_columns_are_its_records_fields(demo_snapshot: Snapshot) -> Non
 
 
 def test_a_spec_alone_shows_what_a_page_shows(demo_snapshot: Snapshot) -> None:
-    """A spec looked up by its hash shows each field's value alone (`shown_one`), a page
-    a column at a time (`SHOWN`): the same values."""
+    """A spec looked up by its hash shows each field's value read off its row alone
+    (`SHOWN_ONE`), a page a column at a time (`SHOWN`): the same values."""
     rows = list(range(len(demo_snapshot.hash_rank)))
     page = SpecBatch(demo_snapshot, rows)
     for at, row in enumerate(rows):
         alone = SpecBatch(demo_snapshot, [row])
+        assert alone.row == row
         for name in FIELDS:
-            assert shown_one(alone.columns, name) == page.shown(name)[at], (row, name)
+            assert SHOWN_ONE[name](demo_snapshot, row) == page.shown(name)[at], (row, name)
         assert alone.columns.one("hash") == demo_snapshot.hash_of(row)
 
 

@@ -4,6 +4,7 @@ within a second on a running server, at once for a scrape, and before a worker s
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cachegql.server import metrics as metrics_module
 from cachegql.server import tally as tally_module
 from cachegql.server.app import Settings, create_app
 from cachegql.server.metrics import BUCKETS
@@ -121,3 +123,65 @@ def test_a_scrape_and_a_stop_add_what_was_gathered(
         assert client.post("/graphql", json=QUERY).status_code == 200
     # The server stopped long before its timer: its lifespan's end added the last ones.
     assert _requests_counted(registry) == 4
+
+
+PERSISTED = "query P { packages(first: 4) { totalCount } }"
+SHA = hashlib.sha256(PERSISTED.encode()).hexdigest()
+MIXED = [
+    {"query": "query A { packages(first: 1) { totalCount } }"},
+    {"query": "query B { packages(first: 2) { totalCount } }"},
+    {"query": "query A { packages(first: 1) { totalCount } }"},  # a response cache hit
+    {"query": "query A { nope }"},  # a validation error, with its code
+    {"query": "{ packages(first: 1) { totalCount } }"},
+    {"query": "query C { packages(first: -1) { totalCount } }"},  # an error while it runs
+    {"query": "query A { packages(first: 1) { totalCount } }"},
+    {"query": "query %s { packages(first: 3) { totalCount } }" % ("L" * 5000)},  # (other)
+    {"query": PERSISTED, "extensions": {"persistedQuery": {"version": 1, "sha256Hash": SHA}}},
+    {"extensions": {"persistedQuery": {"version": 1, "sha256Hash": SHA}}},  # then a hit
+]
+
+
+def _counts_of_mixed(pages_index: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    app = create_app(Settings(index=pages_index, reload_interval=0))
+    with LiveServer(app) as url, httpx.Client(base_url=url, timeout=10) as client:
+        for _ in range(3):
+            for body in MIXED:
+                client.post("/graphql", json=body)
+            assert client.get("/healthz").status_code == 200
+            assert client.get("/no-such-page").status_code == 404  # no route, no codes
+            assert "errors" in client.get("/graphql?query=%7B").json()  # with a code
+        text = client.get("/metrics").text
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name.startswith("cachegql_")
+        and not s.name.endswith(("_created", "_sum", "_bucket"))
+        and "age" not in s.name
+        and "timestamp" not in s.name
+    }
+
+
+def test_requests_counted_by_their_kind_are_counted_as_one_by_one(
+    pages_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The series of each kind of request are found once (`Metrics._counted`); with no
+    kind kept, or more kinds than kept, the counts are the same."""
+    kept = _counts_of_mixed(pages_index)
+    monkeypatch.setattr(metrics_module, "MAX_KINDS", 2)
+    some = _counts_of_mixed(pages_index)
+    monkeypatch.setattr(metrics_module, "MAX_KINDS", 0)  # each request found its series
+    none = _counts_of_mixed(pages_index)
+    assert kept == some == none
+    ok_a = ("path", "/graphql"), ("operation", "A"), ("status", "2xx"), ("outcome", "ok")
+    assert kept["cachegql_requests_total", tuple(sorted(ok_a))] == 9  # 3 a round
+    hits = kept["cachegql_response_cache_requests_total", (("result", "hit"),)]
+    assert hits >= 6  # A's later ones, at least
+    errors = [v for (name, _), v in kept.items() if name == "cachegql_graphql_errors_total"]
+    assert sum(errors) >= 9  # three requests a round with one error each, at least
+    # The first round's; the later rounds' are the response cache's hits.
+    assert kept["cachegql_persisted_queries_total", (("result", "hit"),)] == 1
+    long = tuple(sorted({**dict(ok_a), "operation": "(other)"}.items()))
+    assert kept["cachegql_requests_total", long] == 3
+    missing = ("path", "(other)"), ("operation", ""), ("status", "4xx"), ("outcome", "error")
+    assert kept["cachegql_requests_total", tuple(sorted(missing))] == 3

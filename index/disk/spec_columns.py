@@ -20,7 +20,7 @@ from cachegql.index.records import SpecRecord
 if TYPE_CHECKING:
     from cachegql.index.disk.snapshot import Snapshot
 
-__all__ = ["SpecColumns"]
+__all__ = ["SpecColumns", "row_reader"]
 
 
 class SpecColumns:
@@ -100,7 +100,7 @@ def _hashes(columns: SpecColumns) -> list[Any]:
 
 
 def _hash(snapshot: Snapshot, row: int) -> Any:
-    return snapshot.hash_sorted[snapshot.hash_rank.item(row)].decode()
+    return snapshot.hash_sorted.item(snapshot.hash_rank.item(row)).decode()
 
 
 def _attribute(field: str) -> _Reader:
@@ -191,3 +191,10 @@ _READERS: dict[str, _Reader] = {
     "flags": _coded("flag_codes", "flags"),
     **{f.name: _attribute(f.name) for f in SPEC_FIELDS if f.attribute},
 }
+
+
+def row_reader(field: str) -> Callable[[Snapshot, int], Any]:
+    """How one row's `field` is read alone, as `reader(snapshot, row)`: what
+    `SpecColumns.one` reads, with no batch to keep it in (a spec looked up by its hash
+    reads a field again for each alias of it: one `.item` or two)."""
+    return _READERS[field].one

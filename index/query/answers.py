@@ -16,7 +16,7 @@ from cachegql.index.query.facets import Bucket
 from cachegql.index.query.filtering import package_node, query_node, spec_node
 from cachegql.index.query.plan import Node, Nothing, RangeLeaf, RowsLeaf, conjunction
 from cachegql.index.query.search import Ranked, WordsMatched, search_packages, search_specs
-from cachegql.index.spack.hashes import normalize_prefix, prefix_range
+from cachegql.index.spack.hashes import normalize_prefix
 from cachegql.index.spack.specsyntax import parse_spec_query
 
 __all__ = [
@@ -68,7 +68,7 @@ class Scope:
 
     def spec_node(self, snapshot: Snapshot) -> Node:
         if self.kind == "dependents":
-            lo, hi = prefix_range(snapshot.hash_sorted, self.name)
+            lo, hi = snapshot.hash_prefix_rows(self.name)
             if snapshot.dag is None or hi - lo != 1:
                 return Nothing()
             return RowsLeaf(snapshot.dag.dependents(int(snapshot.hash_rows[lo])))
@@ -98,7 +98,7 @@ def find_spec(snapshot: Snapshot, text: str) -> int | None:
     """The row of the one spec whose hash starts with `text` (a full hash or a prefix,
     `/` allowed); None if none; AmbiguousHashError if several."""
     prefix = normalize_prefix(text)
-    lo, hi = prefix_range(snapshot.hash_sorted, prefix)
+    lo, hi = snapshot.hash_prefix_rows(prefix)
     if hi - lo > 1:
         rows = snapshot.hash_rows[lo : min(hi, lo + MAX_CANDIDATES)]
         raise AmbiguousHashError(prefix, [snapshot.hash_of(int(r)) for r in rows], hi - lo)

@@ -26,7 +26,6 @@ from cachegql.index.disk.columns import Offsets
 from cachegql.index.disk.snapshot import Snapshot
 from cachegql.index.query.criteria import PackageCriteria, SpecCriteria, StringMatch
 from cachegql.index.query.search import search_reads
-from cachegql.index.spack.hashes import prefix_range
 
 __all__ = ["UNBOUNDED_READS", "package_reads", "spec_reads"]
 
@@ -98,7 +97,7 @@ def _spec_bound(snapshot: Snapshot, criteria: SpecCriteria | None) -> _Bound:
         return _Bound(total, 0)
     parts: list[_Bound] = []
     if criteria.hash_prefix is not None:
-        lo, hi = prefix_range(snapshot.hash_sorted, criteria.hash_prefix)
+        lo, hi = snapshot.hash_prefix_rows(criteria.hash_prefix)
         parts.append(_Bound(hi - lo, 0))
     if criteria.hashes is not None:
         parts.append(_Bound(len(criteria.hashes), 0))

@@ -31,7 +31,6 @@ from cachegql.index.query.plan import (
     within,
 )
 from cachegql.index.query.reach import DependsLeaf
-from cachegql.index.spack.hashes import prefix_range
 from cachegql.index.spack.specsyntax import SpecQuery, UnsupportedSpecError
 from cachegql.index.spack.targets import target_names
 
@@ -117,7 +116,7 @@ def spec_node(
     tag = tag or snapshot
     parts: list[Node] = []
     if criteria.hash_prefix is not None:
-        lo, hi = prefix_range(snapshot.hash_sorted, criteria.hash_prefix)
+        lo, hi = snapshot.hash_prefix_rows(criteria.hash_prefix)
         parts.append(HashLeaf(snapshot.hash_rows, snapshot.hash_rank, lo, hi))
     if criteria.hashes is not None:
         parts.append(RowsLeaf(hash_rows(snapshot, criteria.hashes)))

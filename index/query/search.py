@@ -29,12 +29,7 @@ from cachegql.index.disk.text import KIND_ATOM, KIND_PACKAGE, WordMatches
 from cachegql.index.errors import CriteriaError, shorten
 from cachegql.index.query.criteria import parse_variant_constraint
 from cachegql.index.query.filtering import ranges
-from cachegql.index.spack.hashes import (
-    HASH_ALPHABET,
-    HASH_LENGTH,
-    normalize_prefix,
-    prefix_range,
-)
+from cachegql.index.spack.hashes import HASH_ALPHABET, HASH_LENGTH, normalize_prefix
 
 __all__ = [
     "MAX_TERMS",
@@ -274,7 +269,7 @@ def _hash_rows(snapshot: Snapshot, term: Term) -> Rows:
     word = term.text.lower()
     if term.kind == "word" and not HASH_ALPHABET.issuperset(word):
         return _EMPTY
-    lo, hi = prefix_range(snapshot.hash_sorted, word)
+    lo, hi = snapshot.hash_prefix_rows(word)
     return np.sort(snapshot.hash_rows[lo:hi])
 
 
