@@ -54,8 +54,8 @@ _BARE = re.compile(r"[^\s\"=]+")
 _INTERNAL_ERROR = b"Internal Server Error"
 _ID_PREFIX = os.urandom(10).hex()
 _ids = itertools.count(1)
-Observer = Callable[[Scope, int, float], None]
-"""Called with each request's scope, status and seconds, once it is answered."""
+Observer = Callable[[Scope, RequestInfo, int, float], None]
+"""Called with each request's scope, record, status and seconds, once it is answered."""
 
 
 class AccessLog:
@@ -130,7 +130,7 @@ class AccessLog:
     ) -> None:
         """A request answered with `status` (0: none sent, the app failed: counted 500)."""
         if self.observe is not None:
-            self.observe(scope, status or 500, elapsed)
+            self.observe(scope, info, status or 500, elapsed)
         if logging_on:
             line = self._line(scope, info, status or 500, elapsed, sent, arrived)
             # logger.info without its look for the caller's frame, a third of its cost.

@@ -112,7 +112,7 @@ class FastPost:
         if int(length) > bound or len(scope["query_string"]) > self.limit.max_bytes:
             return None
         text: str = content_type.decode("latin-1")
-        if text.split(";")[0].strip() != _JSON:  # as the response cache's key asks
+        if text != _JSON and text.split(";")[0].strip() != _JSON:  # as the cache's key asks
             return None
         return text, "" if accept is None else accept.decode("latin-1"), bound
 

@@ -209,7 +209,8 @@ class GraphQLEndpoint:
             raise BadRequestError(400, message) from None
         info.execution = answer.execution
         errors = (answer.result.errors or []) if answer.result is not None else []
-        info.codes.extend(str((e.extensions or {}).get("code", "")) for e in errors)
+        if errors:
+            info.codes.extend(str((e.extensions or {}).get("code", "")) for e in errors)
         status = 400 if media == GRAPHQL_RESPONSE and errors and _before_execution(errors) else 200
         headers: list[tuple[str, str]] = []
         if method == "GET":
@@ -279,16 +280,21 @@ def _post_body(body: bytes) -> dict[str, Any]:
     return raw
 
 
+_TEXT = (str, type(None))
+_OBJECT = (dict, type(None))
+
+
 def _checked(raw: dict[str, Any]) -> Params:
     query, variables = raw.get("query"), raw.get("variables")
     name, extensions = raw.get("operationName"), raw.get("extensions")
-    if not isinstance(query, str | None):
+    # Tuples, not `str | None`: that expression makes a union each time it runs.
+    if not isinstance(query, _TEXT):
         raise BadRequestError(400, "'query' must be a string")
-    if not isinstance(variables, dict | None):
+    if not isinstance(variables, _OBJECT):
         raise BadRequestError(400, "'variables' must be a JSON object")
-    if not isinstance(name, str | None):
+    if not isinstance(name, _TEXT):
         raise BadRequestError(400, "'operationName' must be a string")
-    if not isinstance(extensions, dict | None):
+    if not isinstance(extensions, _OBJECT):
         raise BadRequestError(400, "'extensions' must be a JSON object")
     return Params(query or None, variables, name or None, extensions)
 

@@ -225,7 +225,7 @@ def test_an_exception_is_a_500_with_the_request_id(pages_index: Path) -> None:
     limit = BodyLimit(cache)
     admission = Admission(limit)
     log = AccessLog(
-        admission, enabled=False, observe=lambda scope, status, s: observed.append(status)
+        admission, enabled=False, observe=lambda scope, info, status, s: observed.append(status)
     )
     fast = FastPost(
         log,
@@ -338,7 +338,7 @@ def test_a_body_too_slow_is_a_408_counted_with_its_wait(pages_index: Path) -> No
     fast = front.post
     assert isinstance(fast, FastPost)
     observed: list[tuple[int, float]] = []
-    fast.log.observe = lambda scope, status, seconds: observed.append((status, seconds))
+    fast.log.observe = lambda scope, info, status, seconds: observed.append((status, seconds))
     sent: list[Message] = []
 
     async def receive() -> Message:

@@ -270,7 +270,7 @@ def test_odd_names_and_codes_are_counted_as_other(pages_ix: Path) -> None:
         scope: dict[str, Any] = {"type": "http"}
         info = request_info(scope)
         info.operation, info.codes = name, ["BAD_USER_INPUT", "weird code!"]
-        metrics.observe(scope, 200, 0.001)
+        metrics.observe(scope, info, 200, 0.001)
     samples = _metrics_of(metrics)
     operations = {
         s.labels["operation"]: s.value for s in samples if s.name == "cachegql_requests_total"
