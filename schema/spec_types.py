@@ -52,8 +52,8 @@ __all__ = [
 
 
 def _shown(field: str, **options: Any) -> Any:
-    """A field of `Spec` read from its batch's columns: for the whole batch, when a query
-    first asks for it (a page that shows three fields reads three columns)."""
+    """A field of `Spec` read from its batch's columns for the whole batch, when a query
+    first asks for it (a page that shows three fields reads three); a spec alone, its row's."""
     one = SHOWN_ONE[field]
 
     def read(root: Spec) -> Any:
