@@ -135,9 +135,12 @@ def _load(path: Path, default_tag: str | None) -> IndexStore:
 
 
 def _prepared(store: IndexStore) -> IndexStore:
-    """`store` with its size bounds computed here, off the event loop: the first
-    operation priced to run inline would compute them there (tens of ms at 1M specs)."""
+    """`store` with what its first inline operations would compute on the event loop
+    computed here, off it: its size bounds (tens of ms at 1M specs), for the first priced,
+    and each tag's hash directory (10 to 15 ms), for the first hash lookup."""
     size_bounds(store)
+    for snapshot in store.snapshots.values():
+        _ = snapshot.hash_directory  # a cached property: made here, once
     return store
 
 

@@ -8,11 +8,14 @@ import os
 import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 
 from cachegql.index import IndexStore, build_index, deadline
 from cachegql.index.budget import remaining
+from cachegql.index.disk import snapshot as snapshot_module
 from cachegql.index.query import bounds
+from cachegql.schema import Context, build_schema
 from cachegql.server.holder import IndexHolder
 from tests.conftest import PAGES
 
@@ -130,3 +133,25 @@ def test_a_build_is_served_with_its_size_bounds_already_computed(
     _point(tmp_path / "ix", second)
     assert holder.reload_if_changed()
     assert holder.store in bounds._BOUNDS
+
+
+def test_a_build_is_served_with_its_hash_directories_made(
+    holder: IndexHolder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made in the loading thread (10 to 15 ms at 1M specs), not by the first hash lookup
+    on the event loop; the lookups of the served build then use them."""
+    assert all(vars(s)["hash_directory"] is None for s in holder.store.snapshots.values())
+    monkeypatch.setattr(snapshot_module, "DIRECTORY_MIN_SPECS", 1)  # the demo's 4,000 specs
+    second = build_index([PAGES], tmp_path / "second").folder
+    _point(tmp_path / "ix", second)
+    assert holder.reload_if_changed()
+    schema = build_schema()
+    for snapshot in holder.store.snapshots.values():
+        directory = vars(snapshot)["hash_directory"]
+        assert directory is not None and directory[-1] == snapshot.num_specs
+        for row in range(0, snapshot.num_specs, 97):
+            full = snapshot.hash_of(row)
+            query = f'{{ spec(hash: "{full[:7]}", tag: "{snapshot.tag}") {{ hash }} }}'
+            answer = schema.answer_sync(query, None, Context(holder.store))
+            assert answer.body is not None
+            assert orjson.loads(answer.body) == {"data": {"spec": {"hash": full}}}

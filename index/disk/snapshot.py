@@ -317,8 +317,8 @@ class Snapshot:
     @cached_property
     def hash_directory(self) -> npt.NDArray[np.int32] | None:
         """Where each start of a hash begins (`hash_directory`), for a tag of
-        `DIRECTORY_MIN_SPECS` or more: made when a prefix is first looked up in the loaded
-        index (10 to 15 ms at 570k to 1M specs, once), 128 KB kept."""
+        `DIRECTORY_MIN_SPECS` or more: made when first asked for (10 to 15 ms at 570k to 1M
+        specs; the server asks as it loads a build, off its event loop), 128 KB kept."""
         if self.num_specs < DIRECTORY_MIN_SPECS:
             return None
         return hash_directory(self.hash_sorted)
