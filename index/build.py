@@ -234,17 +234,17 @@ class _TagBuild:
         if compared is not None:
             self.compared += 1
         # A tag whose index fingerprint moved changed: it is read without looking first.
-        if compared is not None and checking is not None and not compared.moved:
+        if compared is not None and not compared.moved:
             assert self.previous is not None  # a tag is compared with a previous build
-            checking.look = self.looks.for_tag(tag)
-            fingerprint = tag_fingerprint(tag, requests, checking, fingerprint_salt())
+            compared.opener.look = self.looks.for_tag(tag)
+            fingerprint = tag_fingerprint(tag, requests, compared.opener, fingerprint_salt())
             reused = None
             if fingerprint is not None and fingerprint == self.previous.fingerprint(tag):
                 reused = self.previous.reuse(tag, fingerprint, self.folder / folder)
             if fingerprint is not None and reused is not None:
                 for _ in requests:
                     self.count("")
-                recorded = write_recorded(checking.recorded())
+                recorded = write_recorded(compared.opener.recorded())
                 self._add_reused(reused, folder, fingerprint, compared.index_fingerprint, recorded)
                 return
         result = self.result

@@ -39,7 +39,7 @@ from cachegql.index.disk.layout import (
     TEXT_FOLDER,
 )
 from cachegql.index.disk.package_data import PackageData
-from cachegql.index.disk.spec_columns import SpecColumns
+from cachegql.index.disk.spec_columns import SpecColumns, row_reader
 from cachegql.index.disk.tag_files import Dictionaries, bounds, checked_dag, value_names
 from cachegql.index.disk.tarballs import TarballNames
 from cachegql.index.disk.text import TextIndex
@@ -324,7 +324,8 @@ class Snapshot:
         return hash_directory(self.hash_sorted)
 
     def hash_of(self, row: int) -> str:
-        return bytes(self.hash_sorted[self.hash_rank[row]]).decode()
+        hash_text: str = row_reader("hash")(self, row)
+        return hash_text
 
     def specs(self, wanted: Rows | list[int], *, tarballs: bool = True) -> list[SpecRecord]:
         """The records of these rows, in the given order; one vectorised read per column.

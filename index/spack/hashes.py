@@ -104,9 +104,7 @@ def prefix_range(
     low = prefix.encode()
     if len(low) > width:
         return 0, 0
-    bucket = _bucket(low) if directory is not None else None
-    if bucket is not None:
-        assert directory is not None
+    if directory is not None and (bucket := _bucket(low)) is not None:
         start, end = directory.item(bucket), directory.item(bucket + 1)
         # The hashes as bytes (`.item`), compared as numpy compares them: none has a NUL.
         rows, read = range(end), sorted_hashes.item
