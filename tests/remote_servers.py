@@ -18,13 +18,14 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from tests.conftest import skip_unless_ci
+from tests.http_fixture import ResetTolerantServer
 
 HOST = "127.0.0.1"
 USERNAME = "alice"
@@ -88,7 +89,7 @@ class TokenServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.server = ThreadingHTTPServer((HOST, 0), Handler)
+        self.server = ResetTolerantServer((HOST, 0), Handler)
         self.url = f"http://{HOST}:{self.server.server_address[1]}/token"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

@@ -11,13 +11,14 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.browser import open_tab, screenshots_root
+from tests.http_fixture import ResetTolerantServer
 
 SEARCH_MS = 30_000
 
@@ -31,7 +32,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 def site_origin(docs_site: Path) -> Iterator[str]:
     """The site built strictly into a temporary folder, served on 127.0.0.1 for the module."""
     handler = functools.partial(_QuietHandler, directory=str(docs_site))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ResetTolerantServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
