@@ -4,7 +4,9 @@
 files, a strong `ETag` (sha256 of the content) with `If-None-Match` -> 304, a request log, and
 failure modes per path prefix (404, 500 always or the first N times, a stalled body). Closing
 it ends every connection, stalled ones included, and joins every thread it started. The
-`http_server` fixture gives one serving a fresh temporary folder.
+`http_server` fixture gives one serving a fresh temporary folder. `ResetTolerantServer` is
+the standard library's threading server for the tests' other servers, quiet about clients
+that reset their connections.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class ResetTolerantServer(ThreadingHTTPServer):
     end of a test); any other error prints as before."""
 
     def handle_error(self, request: Any, client_address: Any) -> None:
+        # Called within socketserver's `except` block: the error is the one being handled.
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
 

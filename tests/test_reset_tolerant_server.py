@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,8 @@ from tests.http_fixture import ResetTolerantServer
 
 
 class _Handler(BaseHTTPRequestHandler):
+    timeout = 5  # a read that never ends fails the test instead of hanging it
+
     def do_GET(self) -> None:
         if self.path == "/fail":
             raise RuntimeError("a handler's own bug")
@@ -34,10 +37,14 @@ class _Handler(BaseHTTPRequestHandler):
 class _Counted(ResetTolerantServer):
     """Counts the errors it was asked to handle: the test's own proof they happened."""
 
-    errors = 0
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.errors = 0
+        self._lock = threading.Lock()  # handlers run in threads of their own
 
     def handle_error(self, request: object, client_address: object) -> None:
-        self.errors += 1
+        with self._lock:
+            self.errors += 1
         super().handle_error(request, client_address)
 
 
@@ -66,7 +73,7 @@ def test_a_reset_prints_nothing(capfd: pytest.CaptureFixture[str]) -> None:
     with _served() as server:
         for _ in range(3):
             _reset_before_asking(server.server_address[1])
-        time.sleep(0.2)  # the last handler reads its reset
+        time.sleep(0.2)  # the last connection accepted before the server shuts down
     assert server.errors == 3
     assert "Traceback" not in capfd.readouterr().err
 
@@ -76,6 +83,7 @@ def test_a_handlers_bug_still_prints_its_traceback(capfd: pytest.CaptureFixture[
         _served() as server,
         socket.create_connection(("127.0.0.1", server.server_address[1])) as client,
     ):
+        client.settimeout(5)
         client.sendall(b"GET /fail HTTP/1.0\r\n\r\n")
         client.recv(1024)  # the server closes without an answer
     assert server.errors == 1
