@@ -260,6 +260,17 @@ def _tls_files(work: Path) -> None:
 # The server.
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A reader that refuses an answer part way closes (or resets) its connection: that
+        # is the case working, not the server failing. Called within socketserver's
+        # `except` block, so the error at hand is the one being handled.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class HostileServer:
     """Serves the fixtures in `work` and the hostile answers, on http and https."""
 
@@ -277,8 +288,7 @@ class HostileServer:
         self.most_in_flight = 0  # of the /slow requests at any one time
 
     def _server(self) -> ThreadingHTTPServer:
-        server = ThreadingHTTPServer((HOST, 0), _Handler)
-        server.daemon_threads = True
+        server = _Server((HOST, 0), _Handler)
         server.owner = self  # type: ignore[attr-defined]
         return server
 
