@@ -762,7 +762,7 @@ def _pages_build(
     """Seconds to build pages of as many specs as the mirror (issue 19: the mirror at
     most 2x): this run's pages build, if it made one and not `fresh`, else one made here
     (the same synthetic pages as the pages phase, indexed by `venv`)."""
-    seconds: float | None = report.build.get("wall_seconds", report.build.get("seconds"))
+    seconds: float | None = report.build.get("wall_seconds")
     if seconds is not None and not fresh:
         return seconds
     source = pages({"specs": specs, "packages": packages, "seed": seed})
@@ -881,16 +881,15 @@ def _versus_pages_rows(mirror: dict[str, Any]) -> list[str]:
         (mirror.get("vs_pages"), "of as many specs"),
         (check, f"at {check.get('specs', 0):,} specs (issue 19's quick check)"),
     ):
-        if not versus:  # a report of a run before the comparison was made, or without it
+        if not versus:  # a run without the quick check
             continue
         rounds = versus.get("rounds", [])
         each = "; rounds " + ", ".join(
             f"{r['seconds']} s vs {r['pages_seconds']} s ({r['ratio']}x)" for r in rounds
         )
-        seconds = versus.get("seconds", mirror["build"]["seconds"])  # of the median round
         rows.append(
             f"| build-cache build vs pages build {what} "
-            f"| {versus['ratio']}x ({seconds} s vs {versus['pages_seconds']} s"
+            f"| {versus['ratio']}x ({versus['seconds']} s vs {versus['pages_seconds']} s"
             f"{each if len(rounds) > 1 else ''}) | <= 2x |"
         )
     return rows
