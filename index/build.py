@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import hashlib
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -17,9 +16,10 @@ from cachegql.index.build_report import BuildReport, cycle_message, nothing_foun
 from cachegql.index.collector import collector_paused
 from cachegql.index.disk import publish
 from cachegql.index.disk.dagwrite import CycleError
+from cachegql.index.disk.graph_writer import GraphWriter
 from cachegql.index.disk.reuse import PreviousBuild, ReusedTag
 from cachegql.index.disk.verify import FileEntry
-from cachegql.index.disk.write import write_manifest, write_tag_folder
+from cachegql.index.disk.write import write_manifest
 from cachegql.index.ingest import (
     DEFAULT_STACK,
     CacheRequest,
@@ -33,13 +33,10 @@ from cachegql.index.ingest import (
     ingest_pages,
     plan_sources,
 )
-from cachegql.index.ingest.cache_parts import CacheParts
 from cachegql.index.ingest.cache_parts import prune as prune_parts
 from cachegql.index.ingest.digest_memo import write_recorded
 from cachegql.index.ingest.identity import (
-    CONTENT_LIMITS,
     RecordingOpener,
-    spec_manifest_stocks,
     tag_fingerprint,
     take_stock,
 )
@@ -53,7 +50,7 @@ from cachegql.index.tag_checks import (
     compared_tags,
     looks_needed,
     reading_order,
-    stocks_later,
+    tag_parts,
 )
 
 __all__ = [
@@ -133,6 +130,7 @@ def build_index(
         merged_duplicates=result.merged_duplicates,
         peak_rss_mb=peak_rss_mb(),
         helper_rss_mb=result.helper_rss_mb,
+        writer_mb=build.writer_mb,
         reused=build.reused,
         compared=build.compared,
         parts_taken=build.parts_taken,
@@ -182,6 +180,7 @@ class _TagBuild:
         self.parts_taken = 0
         self.sizes_taken = 0
         self.texts_taken = 0
+        self.writer_mb = 0  # the largest own memory of a tag's graph writer (graph_writer.py)
         self.text_taken = False  # by the tag being written
         self.read_since_collected = False  # a tag was read (not reused): its cycles remain
         self.looks = LookAhead([])  # the fingerprints' looks at local mirrors (`run`'s)
@@ -257,32 +256,37 @@ class _TagBuild:
         recording = RecordingOpener(self.opener)
         if cached_only:
             take_stock(requests, recording)
-        parts = self._parts(tag, requests, compared) if cached_only else None
-        ingest_caches(
-            tag,
-            requests,
-            result,
-            opener=recording,
-            strict=self.strict,
-            on_source=self.count,
-            parts=parts,
-        )
-        recording.frozen = True
-        table, graph = result.tables.pop(tag, None), result.graphs.pop(tag, None)
-        if table is None:
-            return  # none of its caches could be read: no tag
-        # Its text index is taken from the previous build where made of the same names.
-        earlier_text = partial(self._take_text, tag) if self.previous else None
-        self.text_taken = False
-        try:
-            written = write_tag_folder(table, graph, self.folder / folder, earlier_text)
-        except CycleError as exc:
-            shutil.rmtree(self.folder / folder)
-            result.mirrors.pop(tag, None)
-            self._report(Problem(f"tag {tag}", cycle_message(exc)))
-            return
-        finally:
-            del table, graph  # the tag's records go now, its cycles before the next tag is read
+        parts = None
+        if cached_only:
+            parts = tag_parts(tag, requests, compared, self.looks, self.opener, self.parts_folder)
+        with GraphWriter(self.folder / folder) as writer:
+            ingest_caches(
+                tag,
+                requests,
+                result,
+                opener=recording,
+                strict=self.strict,
+                on_source=self.count,
+                parts=parts,
+                finish=writer.start,
+            )
+            recording.frozen = True
+            table, graph = result.tables.pop(tag, None), result.graphs.pop(tag, None)
+            if table is None:
+                return  # none of its caches could be read: no tag
+            # Its text index is taken from the previous build where made of the same names.
+            earlier_text = partial(self._take_text, tag) if self.previous else None
+            self.text_taken = False
+            try:
+                written = writer.write_tag_folder(table, graph, earlier_text)
+            except CycleError as exc:
+                shutil.rmtree(self.folder / folder)
+                result.mirrors.pop(tag, None)
+                self._report(Problem(f"tag {tag}", cycle_message(exc)))
+                return
+            finally:
+                del table, graph  # the tag's records go now, its cycles before the next is read
+        self.writer_mb = max(self.writer_mb, writer.private_mb)
         fingerprint, index_fingerprint, file_digests = None, None, {}
         self.texts_taken += int(self.text_taken)  # counted once the tag is kept
         if parts is not None:
@@ -314,25 +318,6 @@ class _TagBuild:
             parts=sorted(parts.names) if parts is not None else [],
             text=written.text,
         )
-
-    def _parts(
-        self, tag: str, requests: list[CacheRequest], compared: Compared | None
-    ) -> CacheParts | None:
-        """Where the tag's indexes are kept as read, and taken from when known already:
-        for a tag of several caches, of which one may change alone (a lone cache that
-        did not change is reused with its tag)."""
-        if len(requests) < 2:
-            return None
-        checking = compared.opener if compared is not None else None
-        known = checking.known_digests() if checking is not None else {}
-        stocks = spec_manifest_stocks(checking) if checking is not None else {}
-        moved = compared is not None and compared.moved
-        later = stocks_later(tag, requests, self.looks) if moved else {}
-        # What else decides what reading an index gives: the code, and the limits a body
-        # must be within (one over them is not read, whatever part it had).
-        bounds = [getattr(self.opener.limits, name) for name in CONTENT_LIMITS]
-        code = hashlib.sha256(repr((fingerprint_salt(), bounds)).encode()).hexdigest()
-        return CacheParts(self.parts_folder, code, known, stocks, later)
 
     def _take_text(self, tag: str, digest: str, into: Path) -> bool:
         """The previous build's text index of `tag` put `into` (`PreviousBuild.take_text`)."""

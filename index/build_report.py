@@ -31,6 +31,8 @@ class BuildReport:
     peak_rss_mb: int = 0
     # That of a process reading spec manifests beside the build, at the same time (0: none).
     helper_rss_mb: int = 0
+    # The memory of its own of a forked copy writing a tag's graph beside it (0: none).
+    writer_mb: int = 0
     # The tags taken from the previous build unread, and how many tags it was asked for
     # (those read from build caches only, when there was a previous build to ask).
     reused: list[str] = field(default_factory=list)
@@ -54,8 +56,17 @@ class BuildReport:
         )
 
     def _helper(self) -> str:
-        """` (and 150 MB in a manifest reader)`, when a second process read manifests."""
-        return f" (and {self.helper_rss_mb} MB in a manifest reader)" if self.helper_rss_mb else ""
+        """` (and 150 MB in a manifest reader)`, when a second process read manifests,
+        and ` (and 90 MB of its own in a graph writer)` when a third wrote a DAG."""
+        helpers = [
+            f"{mb} MB{what}"
+            for mb, what in (
+                (self.helper_rss_mb, " in a manifest reader"),
+                (self.writer_mb, " of its own in a graph writer"),
+            )
+            if mb
+        ]
+        return f" (and {', '.join(helpers)})" if helpers else ""
 
     def _reuse(self) -> str:
         """`, reused 2 of 3 tags (develop, v0.22)`, when a previous build was asked, and

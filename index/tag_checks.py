@@ -17,18 +17,35 @@ taken in, and the manifest lists them by name.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
+from cachegql.index.build_code import fingerprint_salt
 from cachegql.index.disk.reuse import PreviousBuild
 from cachegql.index.ingest import CacheRequest, Opener
 from cachegql.index.ingest.buildcache import V3_SPECS
-from cachegql.index.ingest.identity import RecordingOpener, local_mirrors, tag_fingerprint
+from cachegql.index.ingest.cache_parts import CacheParts
+from cachegql.index.ingest.identity import (
+    CONTENT_LIMITS,
+    RecordingOpener,
+    local_mirrors,
+    spec_manifest_stocks,
+    tag_fingerprint,
+)
 from cachegql.index.ingest.locations import Location
 from cachegql.index.ingest.look_ahead import LookAhead
 
-__all__ = ["Compared", "compared_tags", "looks_needed", "reading_order", "stocks_later"]
+__all__ = [
+    "Compared",
+    "compared_tags",
+    "looks_needed",
+    "reading_order",
+    "stocks_later",
+    "tag_parts",
+]
 
 
 @dataclass(frozen=True)
@@ -99,3 +116,28 @@ def stocks_later(
         return found.spec_manifests if found is not None else None
 
     return {root.join(*V3_SPECS).text: partial(stock, root) for root in local_mirrors(requests)}
+
+
+def tag_parts(
+    tag: str,
+    requests: list[CacheRequest],
+    compared: Compared | None,
+    looks: LookAhead,
+    opener: Opener,
+    folder: Path,
+) -> CacheParts | None:
+    """Where the tag's indexes are kept as read (in `folder`), and taken from when known
+    already: for a tag of several caches, of which one may change alone (a lone cache
+    that did not change is reused with its tag)."""
+    if len(requests) < 2:
+        return None
+    checking = compared.opener if compared is not None else None
+    known = checking.known_digests() if checking is not None else {}
+    stocks = spec_manifest_stocks(checking) if checking is not None else {}
+    moved = compared is not None and compared.moved
+    later = stocks_later(tag, requests, looks) if moved else {}
+    # What else decides what reading an index gives: the code, and the limits a body
+    # must be within (one over them is not read, whatever part it had).
+    bounds = [getattr(opener.limits, name) for name in CONTENT_LIMITS]
+    code = hashlib.sha256(repr((fingerprint_salt(), bounds)).encode()).hexdigest()
+    return CacheParts(folder, code, known, stocks, later)

@@ -53,7 +53,7 @@ from cachegql.index.ingest.spackdb import (
     read_spec_file,
 )
 from cachegql.index.ingest.tables import TagTable
-from cachegql.index.ingest.tag_graph import TagGraph
+from cachegql.index.ingest.tag_graph import Finisher, TagGraph, finish_after_fill
 from cachegql.index.records import Problem, SpecRecord
 
 __all__ = [
@@ -167,10 +167,12 @@ def ingest_caches(
     strict: bool = False,
     on_source: Callable[[str], None] | None = None,
     parts: CacheParts | None = None,
+    finish: Finisher = finish_after_fill,
 ) -> None:
     """Read the build caches of one tag into `result` (its table and DAG), so that a
     build can write that tag and drop it before reading the next one; with `parts`, its
-    index files as an earlier build read them, where it did (index/ingest/cache_parts.py)."""
+    index files as an earlier build read them, where it did (index/ingest/cache_parts.py).
+    `finish` finishes its graph (in another process: index/disk/graph_writer.py)."""
     report = _reporter(result, strict)
     # Caches of one tag repeat each other's nodes: read each once (a lone cache has no
     # other to repeat, and keeping its nodes' digests would only cost memory).
@@ -198,7 +200,7 @@ def ingest_caches(
     seen = None  # its digests (and nodes the merge replaced) are not held while the tag is made
     graph = result.graphs.get(tag)
     if graph is not None:
-        _add_graph(graph, result, report)
+        _add_graph(graph, result, report, finish)
 
 
 def _reporter(result: Ingested, strict: bool) -> Callable[[Problem], None]:
@@ -250,15 +252,18 @@ def _why(error: Exception) -> str:
     return str(error)
 
 
-def _add_graph(graph: TagGraph, result: Ingested, report: Callable[[Problem], None]) -> None:
+def _add_graph(
+    graph: TagGraph, result: Ingested, report: Callable[[Problem], None], finish: Finisher
+) -> None:
     table = result.tables.get(graph.tag)
     if table is None:
         table = result.tables[graph.tag] = TagTable(graph.tag)
     source_id = len(result.sources)
     result.sources.append(f"the build caches of tag {graph.tag}")
+    finished = finish(graph)
     for record, earlier in graph.fill(table, source_id):
         _report_duplicate(table, record, earlier, source_id, result, report)
-    dangling = graph.finish()
+    dangling = finished()
     if dangling:
         examples = ", ".join(f"{e.name}/{e.hash[:7]}" for e in dangling[:5])
         report(

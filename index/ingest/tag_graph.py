@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from cachegql.index.ingest.buildcache import CacheData
@@ -12,7 +12,7 @@ from cachegql.index.ingest.tables import TagTable
 from cachegql.index.records import SpecRecord
 from cachegql.index.spack.compilers import Compiler
 
-__all__ = ["TagGraph"]
+__all__ = ["Finisher", "TagGraph", "finish_after_fill"]
 
 _UNKNOWN_COMPILER = Compiler(name="", version=None, raw="")
 
@@ -119,9 +119,10 @@ class TagGraph:
             missing = sorted(set(labels) - nodes.keys())
             raise RuntimeError(f"binaries of tag {tag} that are no node: {missing[:5]}")
 
-    def finish(self) -> list[Edge]:
-        """Fill `extras` and `edges`, drop the nodes; return the edges to hashes no
-        source knows."""
+    def finish(self, *, drop: bool = True) -> list[Edge]:
+        """Fill `extras` and `edges`, drop the nodes (unless not `drop`: a process about
+        to end, index/disk/graph_writer.py, is spared freeing each); return the edges to
+        hashes no source knows."""
         database, stacks = self.database, self.stacks
         self._sorted = None  # `fill`'s: the walk below is in the order read
         self.extras = TagTable(self.tag)
@@ -140,9 +141,21 @@ class TagGraph:
         self.edges.seal()
         for _, edge in sorted(dangling.items()):
             self.extras.add(_unknown_node(self.tag, edge), -1)
+        if not drop:
+            return list(dangling.values())
         self.database = Database(database.source, database.version)
         self.stacks, self.sizes, self._sorted, self._joined = {}, {}, None, {}
         return list(dangling.values())
+
+
+Finisher = Callable[[TagGraph], Callable[[], list[Edge]]]
+"""How a tag's graph is finished: given the graph before its binaries fill the tag's
+table, it returns what gives the dangling edges once they have (`TagGraph.finish`)."""
+
+
+def finish_after_fill(graph: TagGraph) -> Callable[[], list[Edge]]:
+    """The graph finished in this process, once its binaries are in the table."""
+    return graph.finish
 
 
 def _shared(

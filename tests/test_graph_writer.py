@@ -1,0 +1,138 @@
+"""A tag's graph finished and written by a forked copy of the build
+(index/disk/graph_writer.py): the same files and problems as the build alone gives, the
+copy's memory in the closing line, and no copy left behind when the build stops."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from cachegql.demo import MirrorConfig, write_mirror
+from cachegql.index import BuildReport, StrictModeError, build_index
+from cachegql.index.disk import graph_writer
+from cachegql.index.disk.graph_writer import GraphWriter
+from cachegql.index.ingest import Ingested, Opener, caches_by_tag, ingest_caches, plan_sources
+from cachegql.index.ingest.dag_nodes import Edge
+from cachegql.index.ingest.tag_graph import TagGraph
+from tests.conftest import CLI
+
+TAG = "develop"
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A v3 mirror of ten stacks whose index lacks five dependencies (dangling edges)."""
+    folder = tmp_path_factory.mktemp("mirror")
+    write_mirror(MirrorConfig(specs=2000, packages=80, dangling=5), folder)
+    return folder / "mirror"
+
+
+def _files(out: Path) -> dict[str, Any]:
+    """Each file of the build at `out` with its size and checksum, but the text index's
+    (whoosh names its segments at random: two builds alone differ there too)."""
+    files: dict[str, Any] = json.loads((out / "manifest.json").read_text())["files"]
+    return {name: entry for name, entry in files.items() if "/text/" not in name}
+
+
+def _build(mirror: Path, out: Path, **options: Any) -> BuildReport:
+    return build_index([mirror], out, tag=TAG, full=True, **options)
+
+
+def test_a_forked_copy_writes_what_the_build_alone_does(
+    mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cachegql index`, which runs no other thread, forks; the build alone is this
+    process's, told not to (a test suite's process may run threads: it would not fork)."""
+    forked = tmp_path / "forked"
+    command = [CLI, "index", str(mirror), "--tag", TAG, "--out", str(forked), "--full"]
+    closing = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert re.search(r"\d+ MB of its own in a graph writer\) -> ", closing), closing
+    monkeypatch.setattr(graph_writer, "MAX_FORKED_NODES", 0)
+    alone = _build(mirror, tmp_path / "alone")
+    assert alone.writer_mb == 0 and "graph writer" not in alone.summary()
+    assert _files(forked) == _files(tmp_path / "alone")
+    assert any(name.startswith("tags/0/dag/") for name in _files(forked))
+    assert any(name.startswith("tags/0/nodes/") for name in _files(forked))
+    problems = json.loads((forked / "manifest.json").read_text())["problems"]
+    assert problems == [str(p) for p in alone.problems]
+    assert any("5 dependencies are not in any index" in p for p in problems)
+
+
+def _in_fresh_process(function: Callable[..., T], *args: Any) -> T:
+    """`function(*args)` in a fresh interpreter, which runs no other thread, so that a
+    build there forks its graph writer (a test suite's process may run a thread some
+    test before left: a build there never forks)."""
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        return pool.submit(function, *args).result()
+
+
+def _writer_mb(mirror: Path, out: Path, max_nodes: int) -> int:
+    graph_writer.MAX_FORKED_NODES = max_nodes
+    return _build(mirror, out).writer_mb
+
+
+def test_a_graph_over_the_limit_is_finished_by_the_build(mirror: Path, tmp_path: Path) -> None:
+    """A graph one node over the limit is not forked; one at it is."""
+    _build(mirror, tmp_path / "probe")
+    written = json.loads((tmp_path / "probe" / "tags/0/dag/dag.json").read_text())["nodes"]
+    nodes = written - 5  # the graph's own: its five dangling edges' nodes come after
+    assert _in_fresh_process(_writer_mb, mirror, tmp_path / "over", nodes - 1) == 0
+    assert _in_fresh_process(_writer_mb, mirror, tmp_path / "at", nodes) > 0
+
+
+def _strict_stop(mirror: Path, out: Path) -> tuple[str, int]:
+    """The strict build's error, and the processes it left running."""
+    with pytest.raises(StrictModeError) as stopped:
+        _build(mirror, out, strict=True)
+    return str(stopped.value), len(multiprocessing.active_children())
+
+
+def test_a_strict_build_stopped_by_a_problem_ends_its_copy(mirror: Path, tmp_path: Path) -> None:
+    """The dangling edges, said by the copy, stop a strict build while the copy waits
+    for the rows: it is ended with the build, which publishes nothing."""
+    error, left = _in_fresh_process(_strict_stop, mirror, tmp_path / "strict")
+    assert "5 dependencies are not in any index" in error
+    assert left == 0
+    assert not (tmp_path / "strict" / "manifest.json").exists()
+
+
+def _killed_copy(mirror: Path, folder: Path) -> tuple[str, int]:
+    """Kill the graph writer as it starts: what the build raises, and the processes it
+    left running."""
+    opener = Opener()
+    requests = caches_by_tag(plan_sources([mirror], opener=opener, tag=TAG))[TAG]
+    writer = GraphWriter(folder)
+
+    def start_then_kill(graph: TagGraph) -> Callable[[], list[Edge]]:
+        finished = writer.start(graph)
+        assert writer.pid is not None, "no copy started"
+        os.kill(writer.pid, signal.SIGKILL)
+        return finished
+
+    result = Ingested()
+    with writer, pytest.raises(RuntimeError) as failed:
+        # The copy may have said its dangling edges before it was killed: then the
+        # table's writing finds it gone.
+        ingest_caches(TAG, requests, result, opener=opener, finish=start_then_kill)
+        writer.write_tag_folder(result.tables[TAG], None)
+    return str(failed.value), len(multiprocessing.active_children())
+
+
+def test_a_copy_that_dies_is_said_not_waited_for(mirror: Path, tmp_path: Path) -> None:
+    """A copy killed (by the kernel, out of memory, say) fails the tag with its exit
+    status, rather than leave the build waiting on it."""
+    error, left = _in_fresh_process(_killed_copy, mirror, tmp_path / "tag")
+    assert error == f"the graph writer of {tmp_path / 'tag'} ended early (exit status -9)"
+    assert left == 0
