@@ -7,9 +7,10 @@ prints the seconds spent in each (stages nest: `_read_v3` holds `_read_records` 
 wait for the manifest reader, `sizes.result`; `_add_graph` holds `finish`;
 `write_tag_folder` holds `write_tag` and `write_text_index`, and `write_dag`, which runs
 in a thread beside them: their sum exceeds it), then the CPU time of the build's process
-and of its helpers. A graph of up to 500k nodes is finished, and its DAG written, by a
-forked graph writer (index/disk/graph_writer.py): `finish` and `write_dag` are then not
-timed, and `_add_graph` and `write_tag_folder` hold the waits for the writer. A stage is
+and of its helpers. A graph of up to 500k nodes is finished, and its nodes table and DAG
+written, by a forked graph writer (index/disk/graph_writer.py): `finish`, `write_dag` and
+the nodes' `write_tag` are then not timed, `_add_graph` and `write_tag_folder` hold the
+waits for the writer, and the helpers' CPU holds the writer's. A stage is
 a whole function, so the timers cost nothing per spec; what a stage's own time is made
 of is cProfile's business (docs/benchmarks/ingest-speed.md).
 """
@@ -37,6 +38,7 @@ STAGES = (  # module, attribute path, label
     ("cachegql.index.ingest.ingest", "_add_graph", "_add_graph"),
     ("cachegql.index.ingest.tag_graph", "TagGraph.finish", "finish"),
     ("cachegql.index.disk.write", "write_tag", "write_tag"),
+    ("cachegql.index.disk.graph_writer", "write_tag", "write_tag"),
     ("cachegql.index.disk.text_write", "write_text_index", "write_text_index"),
     ("cachegql.index.disk.write", "write_dag", "write_dag"),
     ("cachegql.index.ingest.edge_arrays", "EdgeArrays.dangling", "dangling"),

@@ -40,9 +40,7 @@ from cachegql.demo import MirrorConfig, write_mirror
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / "work"
 TAGS = ("develop", "v0.22", "v0.23")
-_CLOSING = re.compile(
-    r"peak RSS (\d+) MB(?: \(and \d+ MB in a manifest reader\))?(?:, reused (\d+) of (\d+) tags?)?"
-)
+_CLOSING = re.compile(r"peak RSS (\d+) MB(?: \(and [^)]*\))?(?:, reused (\d+) of (\d+) tags?)?")
 
 
 def sources(specs: int) -> Path:

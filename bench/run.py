@@ -153,7 +153,14 @@ def build_peak_mb(closing: str, children_kb: int) -> float:
 
 def helper_peak_mb(closing: str) -> float | None:
     """The peak RSS of the build's manifest reader, when its closing line names one."""
-    said = re.search(r"\(and (\d+) MB in a manifest reader\)", closing)
+    said = re.search(r"\(and (\d+) MB in a manifest reader[,)]", closing)
+    return None if said is None else float(said.group(1))
+
+
+def writer_own_mb(closing: str) -> float | None:
+    """The own memory of the build's graph writer (index/disk/graph_writer.py), when its
+    closing line names one."""
+    said = re.search(r"[(,] (\d+) MB of its own in a graph writer\)", closing)
     return None if said is None else float(said.group(1))
 
 
@@ -179,6 +186,7 @@ def measured_build(venv: Path, source: list[str], out: Path) -> dict[str, Any]:
         "size_mb": round(folder_size(out.resolve()) / 1e6, 1),
         "peak_rss_mb": build_peak_mb(result.stdout, max(peak, before)),
         "helper_peak_mb": helper_peak_mb(result.stdout),
+        "writer_own_mb": writer_own_mb(result.stdout),
         "summary": result.stdout.strip(),
     }
 
@@ -852,8 +860,15 @@ def _mirror_rows(mirror: dict[str, Any]) -> list[str]:
     if not mirror:
         return []
     build = mirror["build"]
-    helper = build.get("helper_peak_mb")
-    reader = "" if helper is None else f" (and {helper} MB in its manifest reader)"
+    helpers = [
+        f"{mb} MB {what}"
+        for mb, what in (
+            (build.get("helper_peak_mb"), "in its manifest reader"),
+            (build.get("writer_own_mb"), "of its own in a graph writer"),
+        )
+        if mb is not None
+    ]
+    reader = f" (and {', '.join(helpers)})" if helpers else ""
     rows = [
         f"| build-cache index build (v3 mirror, views, spec manifests) | {build['seconds']} s, "
         f"{build['size_mb']} MB on disk, peak RSS {build['peak_rss_mb']} MB{reader} "

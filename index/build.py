@@ -286,7 +286,7 @@ class _TagBuild:
                 return
             finally:
                 del table, graph  # the tag's records go now, its cycles before the next is read
-        self.writer_mb = max(self.writer_mb, writer.private_mb)
+        self.writer_mb = max(self.writer_mb, writer.own_mb)
         fingerprint, index_fingerprint, file_digests = None, None, {}
         self.texts_taken += int(self.text_taken)  # counted once the tag is kept
         if parts is not None:

@@ -27,6 +27,7 @@ CODE_FILES = (
     "spack/**/*.py",
     "disk/write*.py",
     "disk/dagwrite.py",
+    "disk/graph_writer.py",
     "disk/walk.py",
     "disk/columns.py",
     "disk/layout.py",

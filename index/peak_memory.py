@@ -5,7 +5,7 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
-__all__ = ["peak_rss_mb", "private_mb"]
+__all__ = ["own_peak_mb", "peak_rss_mb"]
 
 _KB_PER_MB = 1024
 
@@ -21,15 +21,19 @@ def peak_rss_mb() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // _KB_PER_MB
 
 
-def private_mb() -> int:
-    """This process's own memory now, in MiB: its pages no other process shares (a forked
-    copy's, those it wrote to since the fork); 0 where the system does not say."""
+def own_peak_mb() -> int:
+    """A forked copy's own peak memory so far, in MiB, at most: its peak resident memory
+    (`VmHWM`, which starts again at the fork) less the pages it still shares with the
+    process it was forked from. A page it shares now, it shared at its peak too (pages
+    only ever stop being shared: by a write, either side's, or a free, the other's);
+    0 where the system does not say."""
     try:
-        rollup = Path("/proc/self/smaps_rollup").read_text()
-    except OSError:
+        status = Path("/proc/self/status").read_text()
+        peak_kb = int(status.split("VmHWM:", 1)[1].split()[0])
+        shared_kb = 0
+        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+            if line.startswith(("Shared_Clean:", "Shared_Dirty:")):
+                shared_kb += int(line.split()[1])
+    except (OSError, IndexError, ValueError):
         return 0
-    kb = 0
-    for line in rollup.splitlines():
-        if line.startswith(("Private_Clean:", "Private_Dirty:")):
-            kb += int(line.split()[1])
-    return kb // _KB_PER_MB
+    return max(0, peak_kb - shared_kb) // _KB_PER_MB

@@ -24,7 +24,8 @@ from cachegql.index.disk.graph_writer import GraphWriter
 from cachegql.index.ingest import Ingested, Opener, caches_by_tag, ingest_caches, plan_sources
 from cachegql.index.ingest.dag_nodes import Edge
 from cachegql.index.ingest.tag_graph import TagGraph
-from tests.conftest import CLI
+from tests.conftest import CLI, PAGES
+from tests.test_buildcache import GCC, ZLIB, index, node, write
 
 TAG = "develop"
 T = TypeVar("T")
@@ -78,9 +79,14 @@ def _in_fresh_process(function: Callable[..., T], *args: Any) -> T:
         return pool.submit(function, *args).result()
 
 
-def _writer_mb(mirror: Path, out: Path, max_nodes: int) -> int:
+def _built(
+    sources: list[Path], out: Path, tag: str, max_nodes: int
+) -> tuple[dict[str, Any], list[str], dict[str, int], int]:
+    """A build with graphs of up to `max_nodes` nodes forked: its files, problems, tags
+    and the copy's memory."""
     graph_writer.MAX_FORKED_NODES = max_nodes
-    return _build(mirror, out).writer_mb
+    report = build_index(sources, out, tag=tag, full=True)
+    return _files(out), [str(p) for p in report.problems], report.tags, report.writer_mb
 
 
 def test_a_graph_over_the_limit_is_finished_by_the_build(mirror: Path, tmp_path: Path) -> None:
@@ -88,8 +94,40 @@ def test_a_graph_over_the_limit_is_finished_by_the_build(mirror: Path, tmp_path:
     _build(mirror, tmp_path / "probe")
     written = json.loads((tmp_path / "probe" / "tags/0/dag/dag.json").read_text())["nodes"]
     nodes = written - 5  # the graph's own: its five dangling edges' nodes come after
-    assert _in_fresh_process(_writer_mb, mirror, tmp_path / "over", nodes - 1) == 0
-    assert _in_fresh_process(_writer_mb, mirror, tmp_path / "at", nodes) > 0
+    over = _in_fresh_process(_built, [mirror], tmp_path / "over", TAG, nodes - 1)
+    at = _in_fresh_process(_built, [mirror], tmp_path / "at", TAG, nodes)
+    assert over[3] == 0 and at[3] > 0
+    assert over[:3] == at[:3]
+
+
+def test_a_tag_of_pages_and_a_build_cache_is_written_alike(mirror: Path, tmp_path: Path) -> None:
+    """The table holds the pages' specs before the binaries are added: the rows the DAG
+    is written by are the table's, pages' and binaries' alike."""
+    sources = [PAGES, mirror]
+    forked = _in_fresh_process(_built, sources, tmp_path / "forked", TAG, 10**9)
+    alone = _in_fresh_process(_built, sources, tmp_path / "alone", TAG, 0)
+    assert forked[3] > 0 and alone[3] == 0
+    assert forked[:3] == alone[:3]
+    assert forked[2][TAG] > 2000  # the pages' specs of the tag and the mirror's binaries
+
+
+def test_a_cycle_found_by_the_copy_leaves_the_tag_out_as_the_build_does(tmp_path: Path) -> None:
+    looped = index(
+        GCC,
+        ZLIB,
+        node("libx", deps=("liby",)),
+        node("liby", deps=("libx", "zlib")),
+        node("app", deps=("libx",)),
+    )
+    sources = [PAGES, write(tmp_path / "index.json", looped)]
+    forked = _in_fresh_process(_built, sources, tmp_path / "forked", "a-looped", 10**9)
+    alone = _in_fresh_process(_built, sources, tmp_path / "alone", "a-looped", 0)
+    assert forked[:3] == alone[:3]
+    assert "a-looped" not in forked[2]
+    assert any("its dependencies form a cycle, through 2 nodes" in p for p in forked[1])
+    # Its folder is the first by name, removed: the pages' tags are in the others.
+    assert not any(name.startswith("tags/0/") for name in forked[0])
+    assert any(name.startswith("tags/1/") for name in forked[0])
 
 
 def _strict_stop(mirror: Path, out: Path) -> tuple[str, int]:
@@ -108,9 +146,10 @@ def test_a_strict_build_stopped_by_a_problem_ends_its_copy(mirror: Path, tmp_pat
     assert not (tmp_path / "strict" / "manifest.json").exists()
 
 
-def _killed_copy(mirror: Path, folder: Path) -> tuple[str, int]:
-    """Kill the graph writer as it starts: what the build raises, and the processes it
-    left running."""
+def _killed_copy(mirror: Path, folder: Path, when: str) -> tuple[dict[str, bytes], int, int]:
+    """The tag written with its graph writer killed `when` (`started`, or `finished`:
+    once it has said the dangling edges): the files written but the text index's, the
+    dangling edges, and the processes left running."""
     opener = Opener()
     requests = caches_by_tag(plan_sources([mirror], opener=opener, tag=TAG))[TAG]
     writer = GraphWriter(folder)
@@ -118,21 +157,44 @@ def _killed_copy(mirror: Path, folder: Path) -> tuple[str, int]:
     def start_then_kill(graph: TagGraph) -> Callable[[], list[Edge]]:
         finished = writer.start(graph)
         assert writer.pid is not None, "no copy started"
-        os.kill(writer.pid, signal.SIGKILL)
-        return finished
+        pid = writer.pid
+        if when == "started":
+            os.kill(pid, signal.SIGKILL)
+            return finished
+
+        def then_kill() -> list[Edge]:
+            dangling = finished()
+            os.kill(pid, signal.SIGKILL)
+            return dangling
+
+        return then_kill
 
     result = Ingested()
-    with writer, pytest.raises(RuntimeError) as failed:
-        # The copy may have said its dangling edges before it was killed: then the
-        # table's writing finds it gone.
+    with writer:
         ingest_caches(TAG, requests, result, opener=opener, finish=start_then_kill)
-        writer.write_tag_folder(result.tables[TAG], None)
-    return str(failed.value), len(multiprocessing.active_children())
+        writer.write_tag_folder(result.tables[TAG], result.graphs[TAG])
+    written = {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in folder.rglob("*")
+        if path.is_file() and "text" not in path.relative_to(folder).parts
+    }
+    problems = [p.message for p in result.problems if "not in any index" in p.message]
+    return written, len(problems), len(multiprocessing.active_children())
 
 
-def test_a_copy_that_dies_is_said_not_waited_for(mirror: Path, tmp_path: Path) -> None:
-    """A copy killed (by the kernel, out of memory, say) fails the tag with its exit
-    status, rather than leave the build waiting on it."""
-    error, left = _in_fresh_process(_killed_copy, mirror, tmp_path / "tag")
-    assert error == f"the graph writer of {tmp_path / 'tag'} ended early (exit status -9)"
-    assert left == 0
+@pytest.mark.parametrize("when", ["started", "finished"])
+def test_a_copy_that_dies_leaves_its_work_to_the_build(
+    mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """A copy killed (by the kernel, out of memory, say) before it said its dangling
+    edges, or after, leaves the build to write the graph itself: the same files."""
+    written, dangling, left = _in_fresh_process(_killed_copy, mirror, tmp_path / "tag", when)
+    monkeypatch.setattr(graph_writer, "MAX_FORKED_NODES", 0)
+    _build(mirror, tmp_path / "alone")
+    alone = tmp_path / "alone" / "tags" / "0"
+    assert written == {
+        path.relative_to(alone).as_posix(): path.read_bytes()
+        for path in alone.rglob("*")
+        if path.is_file() and "text" not in path.relative_to(alone).parts
+    }
+    assert dangling == 1 and left == 0

@@ -1,6 +1,7 @@
 """The helper processes a build starts beside it, started alike: the reader of a v3
-mirror's spec manifests (tarball_sizes.py) and the looks ahead at local mirrors
-(look_ahead.py).
+mirror's spec manifests (tarball_sizes.py), the looks ahead at local mirrors
+(look_ahead.py), and the writer of a tag's graph (index/disk/graph_writer.py, forked
+or not at all).
 
 A helper is a daemon that holds none of the build's files (so not its lock: a helper
 left behind by a build killed with SIGKILL would hold it) and stops once the build is
