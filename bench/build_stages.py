@@ -7,7 +7,7 @@ prints the seconds spent in each (stages nest: `_read_v3` holds `_read_records` 
 wait for the manifest reader, `sizes.result`; `_add_graph` holds `finish`;
 `write_tag_folder` holds `write_tag` and `write_text_index`, and `write_dag`, which runs
 in a thread beside them: their sum exceeds it), then the CPU time of the build's process
-and of its helpers. A graph of up to 500k nodes is finished, and its nodes table and DAG
+and of its helpers. A graph of up to 400k nodes is finished, and its nodes table and DAG
 written, by a forked graph writer (index/disk/graph_writer.py): `finish`, `write_dag` and
 the nodes' `write_tag` are then not timed, `_add_graph` and `write_tag_folder` hold the
 waits for the writer, and the helpers' CPU holds the writer's. A stage is
@@ -78,8 +78,8 @@ def main() -> None:
     print(f"{'total':20s} {time.perf_counter() - started:7.2f} s")
     for label, seconds in SECONDS.items():
         print(f"{label:20s} {seconds:7.2f} s")
-    # The build's own CPU, and its helpers' (the manifest reader): on two cores they slow
-    # each other, so a stage's wall time moves with what the other process does.
+    # The build's own CPU, and its helpers' (the manifest reader, the graph writer): on two
+    # cores they slow each other, so a stage's wall time moves with what the others do.
     for label, who in (
         ("cpu, build", resource.RUSAGE_SELF),
         ("cpu, helpers", resource.RUSAGE_CHILDREN),

@@ -160,7 +160,7 @@ def helper_peak_mb(closing: str) -> float | None:
 def writer_own_mb(closing: str) -> float | None:
     """The own memory of the build's graph writer (index/disk/graph_writer.py), when its
     closing line names one."""
-    said = re.search(r"[(,] (\d+) MB of its own in a graph writer\)", closing)
+    said = re.search(r"(?:\(and|,) (\d+) MB of its own in a graph writer\)", closing)
     return None if said is None else float(said.group(1))
 
 
@@ -876,7 +876,7 @@ def _mirror_rows(mirror: dict[str, Any]) -> list[str]:
         *_versus_pages_rows(mirror),
         f"| build-cache serving RSS (1 worker, after the queries) | {mirror['serving_rss_mb']} MB "
         f"right after, {mirror.get('serving_rss_at_rest_mb', '-')} MB at rest "
-        f"{REST_SECONDS} s later | <= 300 MB |",
+        f"{REST_SECONDS} s later | <= 400 MB (issue 19) |",
         f"| build-cache serve start to first answer | {mirror['start_to_first_answer_s']} s "
         "| <= 3 s |",
     ]

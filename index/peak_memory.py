@@ -22,11 +22,12 @@ def peak_rss_mb() -> int:
 
 
 def own_peak_mb() -> int:
-    """A forked copy's own peak memory so far, in MiB, at most: its peak resident memory
-    (`VmHWM`, which starts again at the fork) less the pages it still shares with the
-    process it was forked from. A page it shares now, it shared at its peak too (pages
-    only ever stop being shared: by a write, either side's, or a free, the other's);
-    0 where the system does not say."""
+    """A forked copy's own peak memory so far, in MiB, about at most: its peak resident
+    memory (`VmHWM`, from the build's resident memory at the fork) less the pages it
+    shares now, with the build or any other process. A page of memory shared at the fork
+    that is its alone now (written to by either side, or freed by the build) stays so,
+    so what it shares now it shared at its peak; a library's page first mapped after the
+    peak is the exception, a few MB. 0 where the system does not say."""
     try:
         status = Path("/proc/self/status").read_text()
         peak_kb = int(status.split("VmHWM:", 1)[1].split()[0])

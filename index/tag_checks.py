@@ -12,7 +12,8 @@ index/ingest/cache_parts.py), then those of the tags whose fingerprint the build
 has to compare, which are taken after.
 
 A tag's folder is numbered by its place among the tags by name, whatever order they are
-taken in, and the manifest lists them by name.
+taken in, and the manifest lists them by name. A tag of several build caches that is
+read again takes the index files that did not change as read before (`tag_parts`).
 """
 
 from __future__ import annotations

@@ -390,18 +390,23 @@ def test_a_hostile_record_is_skipped_by_name_and_the_rest_loads(
         build_index([source], tmp_path / "strict", tag="develop", strict=True)
 
 
-def test_a_tag_whose_dependencies_form_a_cycle_is_left_out_naming_them(tmp_path: Path) -> None:
-    """Found by making a dependency depend back on its dependent: no Spack DAG does, and
-    the build ended in a traceback. The tag is left out, naming the nodes of the cycle
-    (not those depending on it), and the other tags are built."""
-    looped = index(
+def looped_index() -> bytes:
+    """An index whose `libx` and `liby` depend on each other (`liby` on zlib too), and
+    `app` on `libx`."""
+    return index(
         GCC,
         ZLIB,
         node("libx", deps=("liby",)),
         node("liby", deps=("libx", "zlib")),
         node("app", deps=("libx",)),
     )
-    source = write(tmp_path / "index.json", looped)
+
+
+def test_a_tag_whose_dependencies_form_a_cycle_is_left_out_naming_them(tmp_path: Path) -> None:
+    """Found by making a dependency depend back on its dependent: no Spack DAG does, and
+    the build ended in a traceback. The tag is left out, naming the nodes of the cycle
+    (not those depending on it), and the other tags are built."""
+    source = write(tmp_path / "index.json", looped_index())
     # Its name sorts before the pages' tags: the folder it was begun in is used again.
     report = build_index([PAGES, source], tmp_path / "ix", tag="a-looped")
     assert "a-looped" not in report.tags and report.tags["develop"] > 0

@@ -24,8 +24,9 @@ from cachegql.index.disk.graph_writer import GraphWriter
 from cachegql.index.ingest import Ingested, Opener, caches_by_tag, ingest_caches, plan_sources
 from cachegql.index.ingest.dag_nodes import Edge
 from cachegql.index.ingest.tag_graph import TagGraph
+from cachegql.index.peak_memory import own_peak_mb
 from tests.conftest import CLI, PAGES
-from tests.test_buildcache import GCC, ZLIB, index, node, write
+from tests.test_buildcache import looped_index, write
 
 TAG = "develop"
 T = TypeVar("T")
@@ -79,24 +80,41 @@ def _in_fresh_process(function: Callable[..., T], *args: Any) -> T:
         return pool.submit(function, *args).result()
 
 
+def _finishes_counted() -> list[TagGraph]:
+    """The graphs this process finishes from now on (a forked copy's are its own)."""
+    finished: list[TagGraph] = []
+    finish = TagGraph.finish
+
+    def counted(graph: TagGraph, *, drop: bool = True) -> list[Edge]:
+        finished.append(graph)
+        return finish(graph, drop=drop)
+
+    TagGraph.finish = counted  # type: ignore[method-assign, assignment]
+    return finished
+
+
 def _built(
     sources: list[Path], out: Path, tag: str, max_nodes: int
 ) -> tuple[dict[str, Any], list[str], dict[str, int], int]:
-    """A build with graphs of up to `max_nodes` nodes forked: its files, problems, tags
-    and the copy's memory."""
+    """A build with graphs of up to `max_nodes` nodes forked: its files, problems and
+    tags, and the graphs it finished itself (not its copies)."""
     graph_writer.MAX_FORKED_NODES = max_nodes
+    finished = _finishes_counted()
     report = build_index(sources, out, tag=tag, full=True)
-    return _files(out), [str(p) for p in report.problems], report.tags, report.writer_mb
+    return _files(out), [str(p) for p in report.problems], report.tags, len(finished)
 
 
-def test_a_graph_over_the_limit_is_finished_by_the_build(mirror: Path, tmp_path: Path) -> None:
+def test_a_graph_over_the_limit_is_finished_by_the_build(
+    mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A graph one node over the limit is not forked; one at it is."""
+    monkeypatch.setattr(graph_writer, "MAX_FORKED_NODES", 0)
     _build(mirror, tmp_path / "probe")
     written = json.loads((tmp_path / "probe" / "tags/0/dag/dag.json").read_text())["nodes"]
     nodes = written - 5  # the graph's own: its five dangling edges' nodes come after
     over = _in_fresh_process(_built, [mirror], tmp_path / "over", TAG, nodes - 1)
     at = _in_fresh_process(_built, [mirror], tmp_path / "at", TAG, nodes)
-    assert over[3] == 0 and at[3] > 0
+    assert over[3] == 1 and at[3] == 0  # the graphs the build finished itself
     assert over[:3] == at[:3]
 
 
@@ -106,22 +124,16 @@ def test_a_tag_of_pages_and_a_build_cache_is_written_alike(mirror: Path, tmp_pat
     sources = [PAGES, mirror]
     forked = _in_fresh_process(_built, sources, tmp_path / "forked", TAG, 10**9)
     alone = _in_fresh_process(_built, sources, tmp_path / "alone", TAG, 0)
-    assert forked[3] > 0 and alone[3] == 0
+    assert forked[3] == 0 and alone[3] == 1
     assert forked[:3] == alone[:3]
     assert forked[2][TAG] > 2000  # the pages' specs of the tag and the mirror's binaries
 
 
 def test_a_cycle_found_by_the_copy_leaves_the_tag_out_as_the_build_does(tmp_path: Path) -> None:
-    looped = index(
-        GCC,
-        ZLIB,
-        node("libx", deps=("liby",)),
-        node("liby", deps=("libx", "zlib")),
-        node("app", deps=("libx",)),
-    )
-    sources = [PAGES, write(tmp_path / "index.json", looped)]
+    sources = [PAGES, write(tmp_path / "index.json", looped_index())]
     forked = _in_fresh_process(_built, sources, tmp_path / "forked", "a-looped", 10**9)
     alone = _in_fresh_process(_built, sources, tmp_path / "alone", "a-looped", 0)
+    assert forked[3] == 0 and alone[3] == 1  # the copy found the cycle
     assert forked[:3] == alone[:3]
     assert "a-looped" not in forked[2]
     assert any("its dependencies form a cycle, through 2 nodes" in p for p in forked[1])
@@ -130,36 +142,53 @@ def test_a_cycle_found_by_the_copy_leaves_the_tag_out_as_the_build_does(tmp_path
     assert any(name.startswith("tags/1/") for name in forked[0])
 
 
-def _strict_stop(mirror: Path, out: Path) -> tuple[str, int]:
-    """The strict build's error, and the processes it left running."""
+def _strict_stop(mirror: Path, out: Path) -> tuple[str, list[int | None], int]:
+    """The strict build's error, its copies, and the processes it left running."""
+    copies: list[int | None] = []
+    start = GraphWriter.start
+
+    def recorded(writer: GraphWriter, graph: TagGraph) -> Callable[[], list[Edge]]:
+        finished = start(writer, graph)
+        copies.append(writer.pid)
+        return finished
+
+    GraphWriter.start = recorded  # type: ignore[method-assign, assignment]
     with pytest.raises(StrictModeError) as stopped:
         _build(mirror, out, strict=True)
-    return str(stopped.value), len(multiprocessing.active_children())
+    return str(stopped.value), copies, len(multiprocessing.active_children())
 
 
 def test_a_strict_build_stopped_by_a_problem_ends_its_copy(mirror: Path, tmp_path: Path) -> None:
     """The dangling edges, said by the copy, stop a strict build while the copy waits
     for the rows: it is ended with the build, which publishes nothing."""
-    error, left = _in_fresh_process(_strict_stop, mirror, tmp_path / "strict")
+    error, copies, left = _in_fresh_process(_strict_stop, mirror, tmp_path / "strict")
     assert "5 dependencies are not in any index" in error
+    assert len(copies) == 1 and copies[0] is not None
     assert left == 0
     assert not (tmp_path / "strict" / "manifest.json").exists()
 
 
-def _killed_copy(mirror: Path, folder: Path, when: str) -> tuple[dict[str, bytes], int, int]:
-    """The tag written with its graph writer killed `when` (`started`, or `finished`:
-    once it has said the dangling edges): the files written but the text index's, the
-    dangling edges, and the processes left running."""
+def _exit_at_once(pipe: object) -> None:
+    os._exit(1)
+
+
+def _killed_copy(mirror: Path, folder: Path, when: str) -> tuple[dict[str, bytes], int, int, int]:
+    """The tag written with its graph writer ended `when`: `started` (it exits first
+    thing), or `finished` (killed once it has said the dangling edges). The files
+    written but the text index's, the dangling edges' problems, the graphs the build
+    finished itself, and the processes left running."""
     opener = Opener()
     requests = caches_by_tag(plan_sources([mirror], opener=opener, tag=TAG))[TAG]
     writer = GraphWriter(folder)
+    finished_here = _finishes_counted()
+    if when == "started":
+        graph_writer.as_helper = _exit_at_once  # type: ignore[attr-defined, assignment]
 
     def start_then_kill(graph: TagGraph) -> Callable[[], list[Edge]]:
         finished = writer.start(graph)
         assert writer.pid is not None, "no copy started"
         pid = writer.pid
         if when == "started":
-            os.kill(pid, signal.SIGKILL)
             return finished
 
         def then_kill() -> list[Edge]:
@@ -179,16 +208,20 @@ def _killed_copy(mirror: Path, folder: Path, when: str) -> tuple[dict[str, bytes
         if path.is_file() and "text" not in path.relative_to(folder).parts
     }
     problems = [p.message for p in result.problems if "not in any index" in p.message]
-    return written, len(problems), len(multiprocessing.active_children())
+    return written, len(problems), len(finished_here), len(multiprocessing.active_children())
 
 
 @pytest.mark.parametrize("when", ["started", "finished"])
 def test_a_copy_that_dies_leaves_its_work_to_the_build(
     mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
-    """A copy killed (by the kernel, out of memory, say) before it said its dangling
-    edges, or after, leaves the build to write the graph itself: the same files."""
-    written, dangling, left = _in_fresh_process(_killed_copy, mirror, tmp_path / "tag", when)
+    """A copy that ends (killed by the kernel, out of memory, say) before it said its
+    dangling edges, or after, leaves the build to write the graph itself: the same
+    files."""
+    written, dangling, finished, left = _in_fresh_process(
+        _killed_copy, mirror, tmp_path / "tag", when
+    )
+    assert finished == 1  # the build finished the graph itself
     monkeypatch.setattr(graph_writer, "MAX_FORKED_NODES", 0)
     _build(mirror, tmp_path / "alone")
     alone = tmp_path / "alone" / "tags" / "0"
@@ -198,3 +231,29 @@ def test_a_copy_that_dies_leaves_its_work_to_the_build(
         if path.is_file() and "text" not in path.relative_to(alone).parts
     }
     assert dangling == 1 and left == 0
+
+
+def _own_peak_of_a_copy(shared_mb: int, written_mb: int) -> int:
+    """`own_peak_mb` in a copy forked from a process holding `shared_mb` MB, which
+    reads all of it and writes `written_mb` MB of its own."""
+    shared = bytearray(shared_mb << 20)
+    shared[::4096] = b"\1" * len(range(0, len(shared), 4096))  # resident before the fork
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        read = sum(shared[::4096])
+        own = bytearray(written_mb << 20)
+        own[::4096] = b"\1" * len(range(0, len(own), 4096))
+        os.write(writing, f"{own_peak_mb()} {read}".encode())
+        os._exit(0)
+    os.close(writing)
+    said = os.read(reading, 64).decode()
+    os.waitpid(pid, 0)
+    return int(said.split()[0])
+
+
+def test_a_copys_own_peak_is_what_it_wrote_not_what_it_shares() -> None:
+    """Read, the 200 MB the copy shares with the process it was forked from are not its
+    own; the 40 MB it wrote are (and the few of the interpreter's it touched)."""
+    own = _in_fresh_process(_own_peak_of_a_copy, 200, 40)
+    assert 40 <= own <= 40 + 30

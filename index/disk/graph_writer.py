@@ -6,9 +6,9 @@ and the nodes that are not binaries) read the same nodes and write nothing the o
 reads; of the table, the DAG's files need only its row order. So where a copy is cheap
 the build forks before `fill`: the copy finishes the graph, and writes the nodes table
 and the DAG once the build sends it the rows, while the build fills and writes the
-columns and the text. On two cores a 200k-spec mirror's build then waits for neither
-`finish` nor the DAG: 7.6 to 8.0 s instead of 8.2 to 9.1 s
-(docs/benchmarks/ingest-speed.md).
+columns and the text: `finish` and the DAG run beside `fill` and the columns, and the
+build waits for whichever is longer. On two cores a 200k-spec mirror's build took a
+median 7.81 s instead of 8.75 s, five rounds in turn (docs/benchmarks/ingest-speed.md).
 
 A copy shares the build's memory until either writes to it, and Python writes to every
 object it reads (its reference count): the copy makes its own copy of each page of the
@@ -83,8 +83,11 @@ class GraphWriter:
         context = helper_context()
         if len(graph.database.nodes) > MAX_FORKED_NODES or not isinstance(context, ForkContext):
             return graph.finish
+        try:
+            here, there = context.Pipe()
+        except OSError:  # no descriptor left: the build finishes the graph
+            return graph.finish
         self.folder.mkdir(parents=True)
-        here, there = context.Pipe()
         with stops_held(tracker=False):
             process = start_helper(context, _write_graph, (graph, self.folder, there))
             there.close()
@@ -187,8 +190,10 @@ def _write_graph(graph: TagGraph, folder: Path, pipe: Connection) -> None:
     memory, or the cycle it found. Anything else ends it without a word: the build
     gone, there is no one to tell; else the build writes the graph itself (and meets
     the same fault, with its own traceback, or gets past a copy's)."""
-    as_helper(pipe)
     try:
+        as_helper(pipe)
+        with suppress(OSError):  # out of memory, the kernel ends the copy first: the
+            Path("/proc/self/oom_score_adj").write_text("1000")  # build gets past that
         dangling = graph.finish(drop=False)  # freeing them is the exit's
         pipe.send(("dangling", [(e.name, e.hash, e.deptypes, e.virtuals) for e in dangling]))
         # The rows first: the build's message outgrows the pipe's buffer, and it would

@@ -5,9 +5,11 @@ or not at all).
 
 A helper is a daemon that holds none of the build's files (so not its lock: a helper
 left behind by a build killed with SIGKILL would hold it) and stops once the build is
-gone (it asks, between pieces of work). Where the build runs no other thread, the looks'
-helper is forked (`helper_context`): a copy of the build, at work at once, which first
-points every descriptor it inherited but its pipe at /dev/null (`as_helper`). Otherwise
+gone (it asks, between pieces of work; the graph writer finds out at its next word with
+the build, at most its DAG's writing later, into a staging folder no one publishes).
+Where the build runs no other thread, the looks' helper is forked (`helper_context`): a
+copy of the build, at work at once, which first points every descriptor it inherited
+but its pipe at /dev/null (`as_helper`). Otherwise
 it is spawned: a fresh interpreter, given no descriptor but its pipe, 0.3 to 0.6 s of
 imports before its first piece of work (the build's own looks meanwhile).
 
