@@ -120,18 +120,23 @@ def test_a_folder_read_ahead_is_in_memory_before_it_is_read(tmp_path: Path) -> N
     files = sorted(specs.glob(f"*/*{SUFFIX}"))
     if not all(_dropped(path) for path in files):
         pytest.skip(f"{tmp_path} keeps its files in memory (tmpfs): nothing to read ahead")
-    taken = read_ahead(iter([(str(specs / "pkg0"), list(os.scandir(specs / "pkg0")))]), 4096)
-    folder, entries = next(taken)
-    assert folder == str(specs / "pkg0")
-    small = [entry.path for entry in entries if entry.path != str(large)]
-    # The advice queues the reads and returns; they land within moments.
-    for _ in range(1000):
+    # The advice queues the reads and returns; they land within moments. A kernel whose
+    # disk is busy may drop advice (read-ahead is a hint: a CI run's other worker once
+    # kept these files out for 10 s), so the folder is asked for up to three times.
+    for _ in range(3):
+        taken = read_ahead(iter([(str(specs / "pkg0"), list(os.scandir(specs / "pkg0")))]), 4096)
+        folder, entries = next(taken)
+        assert folder == str(specs / "pkg0")
+        small = [entry.path for entry in entries if entry.path != str(large)]
+        for _ in range(1000):
+            if all(_resident(path) for path in small):
+                break
+            threading.Event().wait(0.01)
+        taken.close()
         if all(_resident(path) for path in small):
             break
-        threading.Event().wait(0.01)
     assert all(_resident(path) for path in small)
     assert not _resident(large), "a file larger than the reader reads was asked for"
-    taken.close()
 
 
 @ADVICE
