@@ -15,8 +15,7 @@ def peak_rss_mb() -> int:
     exec, where `ru_maxrss` keeps the high-water mark of the process it was forked from
     (a benchmark or a test suite that holds 300 MB made every build it ran say 300 MB)."""
     try:
-        status = Path("/proc/self/status").read_text()
-        return int(status.split("VmHWM:", 1)[1].split()[0]) // _KB_PER_MB
+        return _peak_resident_kb() // _KB_PER_MB
     except (OSError, IndexError, ValueError):  # not Linux: the portable measure
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // _KB_PER_MB
 
@@ -29,8 +28,7 @@ def own_peak_mb() -> int:
     so what it shares now it shared at its peak; a library's page first mapped after the
     peak is the exception, a few MB. 0 where the system does not say."""
     try:
-        status = Path("/proc/self/status").read_text()
-        peak_kb = int(status.split("VmHWM:", 1)[1].split()[0])
+        peak_kb = _peak_resident_kb()
         shared_kb = 0
         for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
             if line.startswith(("Shared_Clean:", "Shared_Dirty:")):
@@ -38,3 +36,9 @@ def own_peak_mb() -> int:
     except (OSError, IndexError, ValueError):
         return 0
     return max(0, peak_kb - shared_kb) // _KB_PER_MB
+
+
+def _peak_resident_kb() -> int:
+    """`VmHWM` of this process, in KiB (Linux)."""
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmHWM:", 1)[1].split()[0])

@@ -149,9 +149,12 @@ class GraphWriter:
         """End the copy (ended already, or about to); the graph it was given."""
         graph = self._graph
         assert graph is not None
+        self._stop()
+        return graph
+
+    def _stop(self) -> None:
         stop_helper(self._process, self._pipe)
         self._process, self._pipe, self._graph = None, None, None
-        return graph
 
     def __enter__(self) -> GraphWriter:
         return self
@@ -162,8 +165,7 @@ class GraphWriter:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        stop_helper(self._process, self._pipe)
-        self._process, self._pipe, self._graph = None, None, None
+        self._stop()
 
 
 def _write_nodes(graph: TagGraph, folder: Path) -> TagRows:

@@ -141,10 +141,9 @@ class TagGraph:
         self.edges.seal()
         for _, edge in sorted(dangling.items()):
             self.extras.add(_unknown_node(self.tag, edge), -1)
-        if not drop:
-            return list(dangling.values())
-        self.database = Database(database.source, database.version)
-        self.stacks, self.sizes, self._sorted, self._joined = {}, {}, None, {}
+        if drop:
+            self.database = Database(database.source, database.version)
+            self.stacks, self.sizes, self._sorted, self._joined = {}, {}, None, {}
         return list(dangling.values())
 
 
