@@ -1,6 +1,7 @@
 """A build from a cold disk against one from memory, in turn, for one or more installs.
 
     .venv/bin/python bench/cold_build.py MIRROR [--tag develop] [--venv V ...] [--rounds 2]
+        [--warm-only]
 
 Each round builds `MIRROR` (a v3 mirror, `cachegql index MIRROR --tag TAG --full`) with
 each install (`--venv`, this checkout's by default): first cold, the page cache dropped
@@ -11,6 +12,9 @@ the disk (`ru_inblock`) and its peak RSS as its closing line says; the median pe
 and state comes last. This machine pages out memory that no one touched for a minute (a
 DAMON `pageout` scheme): a 1M-spec mirror read ten minutes before, as `make bench` builds
 it, is mostly cold again; dropping the page cache makes the cold case the same each time.
+The installs take turns, their order swapped every round. `--warm-only` compares them
+from memory alone: one build with each a round (the first of all reads what is not in
+memory yet).
 """
 
 from __future__ import annotations
@@ -77,20 +81,28 @@ def main() -> None:
         "--venv", type=Path, action="append", help="an install to build with (repeatable)"
     )
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--warm-only", action="store_true", help="no cold builds: one build an install a round"
+    )
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be 1 or more")
     venvs = args.venv or [ROOT / ".venv"]
+    states = ("warm",) if args.warm_only else ("cold", "warm")
     rows: dict[tuple[str, str], list[float]] = {}
     print("| round | install | state | wall | read from disk | peak RSS, build / manifest reader |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="cold-build-") as scratch:
         for round_ in range(1, args.rounds + 1):
-            for venv in venvs:
+            for venv in venvs if round_ % 2 else venvs[::-1]:  # the order swapped each round
                 out = Path(scratch) / "index"
-                for state in ("cold", "warm"):
+                for state in states:
                     how = (
-                        drop_cached(args.mirror) if state == "cold" else "as the cold build left it"
+                        drop_cached(args.mirror)
+                        if state == "cold"
+                        else "from memory"
+                        if args.warm_only
+                        else "as the cold build left it"
                     )
                     build = one_build(venv, args.mirror, args.tag, out)
                     rows.setdefault((str(venv), state), []).append(build["seconds"])

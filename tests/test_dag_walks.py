@@ -16,7 +16,7 @@ import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
 from cachegql.index import IndexStore, build_index
-from cachegql.index.disk.dag import Dag
+from cachegql.index.disk.dag import Dag, edge_kinds
 from cachegql.index.disk.dagwrite import MAX_DEPTH, CycleError, write_dag
 from cachegql.index.disk.layout import DAG_FOLDER
 from cachegql.index.disk.snapshot import Snapshot
@@ -247,3 +247,37 @@ def test_the_last_few_hubs_keep_their_rows(generated: IndexStore) -> None:
     again = dag.hub_answer(bits[0])
     assert again is not first and again.tolist() == first.tolist(), "dropped, then made again"
     assert again.tolist() == np.flatnonzero(dag.hub_rows(bits[0])).tolist()
+
+
+@pytest.mark.parametrize(("virtual_names", "dtype"), [(8, "uint8"), (300, "uint16")])
+def test_each_edge_reads_back_its_deptypes_and_virtuals_as_one_narrow_kind(
+    tmp_path: Path, virtual_names: int, dtype: str
+) -> None:
+    """An edge's deptypes and virtuals are held as one code into the pairs that occur (a
+    byte an edge under 256 pairs), and every edge reads back as written."""
+    rng = random.Random(virtual_names)
+    deptype_sets = [("build",), ("link",), ("build", "link"), ("run", "test"), ()]
+    virtual_sets = [(), *((f"v{i}",) for i in range(virtual_names))]
+    hashes = [f"h{i:04}" for i in range(400)]
+    edges = {
+        hashes[i]: [
+            Edge(t, t, rng.choice(deptype_sets), rng.choice(virtual_sets))
+            for t in rng.sample(hashes[i + 1 :], min(3, 399 - i))
+        ]
+        for i in range(399)
+    }
+    write_dag(tmp_path, EdgeArrays.of(edges), hashes, [], hashes)
+    dag = Dag(tmp_path / DAG_FOLDER)
+    assert dag.edge_kinds.dtype == np.dtype(dtype)
+    read = dag.edges(list(range(len(hashes))))
+    written = [[(e.hash, e.deptypes, e.virtuals) for e in edges.get(h, [])] for h in hashes]
+    assert [
+        [(hashes[e.target], e.deptypes, e.virtuals) for e in node_edges or []]
+        for node_edges in read
+    ] == written
+    # Past the table's limit the pairs are sorted instead: the same codes.
+    folder = tmp_path / DAG_FOLDER
+    deptypes, virtuals = (np.load(folder / f"edges.{k}.npy") for k in ("deptypes", "virtuals"))
+    codes, kinds = edge_kinds(deptypes, virtuals, dag.virtual_sets, table_limit=0)
+    assert codes.tolist() == dag.edge_kinds.tolist() and kinds == dag.kinds
+    assert edge_kinds(deptypes[:0], virtuals[:0], dag.virtual_sets, table_limit=0)[1] == []

@@ -318,6 +318,16 @@ DAG_DAMAGES: dict[str, tuple[Damage, str, str]] = {
         "tags/0/dag",
         "the edges' targets",
     ),
+    "an edge's virtuals past the sets": (
+        _resave("tags/0/dag/edges.virtuals.npy", lambda a: _set_first(a, 1 << 20)),
+        "tags/0/dag/edges.virtuals.npy",
+        "is damaged: an edge's virtuals are none of the",
+    ),
+    "an edge's deptypes of another type": (
+        _resave("tags/0/dag/edges.deptypes.npy", lambda a: a.astype("int32")),
+        "tags/0/dag/edges.deptypes.npy",
+        "uint8",
+    ),
 }
 
 

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from cachegql.demo import MirrorConfig, write_mirror
-from cachegql.index.ingest.dag_nodes import Node
+from cachegql.index.ingest.dag_nodes import Database, Node
 from cachegql.index.ingest.node_reader import NodeMemo, read_node, read_record
 from cachegql.index.ingest.spackdb import read_database
 from tests.conftest import shared_or_skip
@@ -105,6 +105,15 @@ READ_ALIKE = {
     "no dependencies": record(spec(dependencies=None)),
     "null dependencies": orjson.dumps({"spec": {**spec(), "dependencies": None}}),
     "no edges": record(spec(dependencies=[])),
+    "a '},{' in a dependency's value (the list is not cut there)": record(
+        spec(
+            dependencies=[
+                {"name": "zlib", "hash": ZLIB, "parameters": {"virtuals": ["a},{b"]}},
+                {"name": "gcc", "hash": GCC, "parameters": {"deptypes": ["build"], "virtuals": []}},
+            ]
+        )
+    ),
+    "a space between dependencies": record(spec()).replace(b'}},{"name"', b'}}, {"name"'),
     "variants of every kind": record(
         spec(parameters={"a": None, "b": 1.5, "c": ["y", "x"], "d": [], "e": "v", "f": True})
     ),
@@ -160,6 +169,7 @@ LEFT_TO_READ_NODE = {
         spec(dependencies=[{"name": "zlib", "hash": "ZLIB"}])
     ),
     "dependencies that are a string": record(spec(dependencies="zlib")),
+    "a dependency that is a string": record(spec(dependencies=["zlib"])),
     "deptypes that are numbers": record(
         spec(dependencies=[{"name": "zlib", "hash": ZLIB, "type": [1]}])
     ),
@@ -219,6 +229,7 @@ def test_one_memo_shares_what_both_ways_read() -> None:
         READ_ALIKE["escapes in values"],
         READ_ALIKE["DB 6 edges (type)"],
     ] * 2
+    texts[:0] = [READ_ALIKE["a '},{' in a dependency's value (the list is not cut there)"]] * 2
     memo = NodeMemo()
     nodes = []
     for position, text in enumerate(texts):
@@ -229,8 +240,32 @@ def test_one_memo_shares_what_both_ways_read() -> None:
         assert node is not None
         nodes.append(node)
     assert nodes == [node_of(orjson.loads(text), DIGEST) for text in texts]
-    first, second = nodes[0], nodes[6]  # the same text, both read from it
+    first, second = nodes[2], nodes[8]  # the same text, both read from it
     assert first.edges[1] is second.edges[1] and first.variants is second.variants
+
+
+def test_a_node_is_read_with_its_compiler_edges_one_tuple_per_set() -> None:
+    """Either way, a node carries those of its edges that provide languages (what names its
+    compiler when it records none), as one tuple for every node of a source with the same
+    ones; the compiler they name is the one worked out from the edges themselves."""
+    gcc = {"name": "gcc", "hash": GCC, "parameters": {"deptypes": ["build"], "virtuals": ["c"]}}
+    zlib = {"name": "zlib", "hash": ZLIB, "parameters": {"deptypes": ["link"], "virtuals": []}}
+    texts = [record(spec(dependencies=[gcc, zlib])), record(spec(dependencies=[zlib, gcc]))]
+    texts.append(record(spec(dependencies=[zlib])))
+    memo = NodeMemo()
+    fast = [read_record(text, DIGEST, memo) for text in texts]
+    slow = [node_of(orjson.loads(text), DIGEST, memo) for text in texts]
+    assert fast == slow and None not in fast
+    providing = [node.compiler_edges or () for node in [*fast, *slow] if node is not None]
+    assert [[edge.name for edge in edges] for edges in providing] == [["gcc"], ["gcc"], []] * 2
+    assert len({id(edges) for edges in providing if edges}) == 1  # one tuple, shared
+    gcc_node = node_of(orjson.loads(record(spec(name="gcc", version="13.2.0"))), GCC)
+    database = Database("index.json", 8, {GCC: gcc_node})
+    for node in fast:
+        assert node is not None
+        unset = node._replace(compiler_edges=None)  # made elsewhere: worked out from edges
+        assert database.compiler_of(node) == database.compiler_of(unset)
+    assert fast[0] is not None and database.compiler_of(fast[0]).raw == "c=gcc@13.2.0"
 
 
 def parses(text: bytes) -> bool:

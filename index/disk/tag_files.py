@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from cachegql.index.disk.columns import Offsets, Postings, load_array, narrow, narrow_offsets
+from cachegql.index.disk.columns import Offsets, Postings, load_array, narrow_offsets
 from cachegql.index.disk.dag import Dag
 from cachegql.index.disk.layout import DAG_FILE
 from cachegql.index.disk.verify import IndexLoadError, read_json
@@ -59,29 +59,24 @@ def checked_dag(folder: Path, num_specs: int, num_nodes: int) -> Dag:
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexLoadError(f"{folder / DAG_FILE} is malformed: {exc!r}") from exc
     edges = len(dag.edge_targets)
-    types = (dag.edge_offsets, dag.edge_targets, dag.edge_deptypes, dag.edge_virtuals, dag.recorded)
+    types = (dag.edge_offsets, dag.edge_targets, dag.recorded)
     checks = {
         "the types of its arrays": [a.dtype for a in types]
-        == [np.dtype(t) for t in ("int64", "int32", "uint8", "int32", "bool")],
+        == [np.dtype(t) for t in ("int64", "int32", "bool")],
         "the tag's specs": dag.num_specs == num_specs,
         "the tag's specs and nodes": dag.num_nodes == num_nodes,
         "the edges' offsets": len(dag.edge_offsets) == num_nodes + 1
         and dag.edge_offsets[0] == 0
         and dag.edge_offsets[-1] == edges
         and not (np.diff(dag.edge_offsets) < 0).any(),
-        "the edges": len(dag.edge_deptypes) == len(dag.edge_virtuals) == edges
-        and len(dag.recorded) == num_nodes,
+        "the edges": len(dag.recorded) == num_nodes,
         "the edges' targets": not edges
         or 0 <= dag.edge_targets.min() <= dag.edge_targets.max() < num_nodes,
-        "the virtuals": not edges
-        or 0 <= dag.edge_virtuals.min() <= dag.edge_virtuals.max() < len(dag.virtual_sets),
         "the hubs": set(dag.hub_bits) <= set(dag.name_ids) and len(dag.hub_bits) <= 64,
     }
     for what, holds in checks.items():
         if not holds:
             raise IndexLoadError(f"{folder} does not agree with {what}: the DAG is damaged")
-    # Checked: held as the narrowest codes of the few distinct sets (1 byte, not 4, an edge).
-    dag.edge_virtuals = narrow(dag.edge_virtuals, len(dag.virtual_sets))
     dag.edge_offsets = narrow_offsets(dag.edge_offsets)
     dag.parents = Postings(dag.parents.items, narrow_offsets(dag.parents.offsets))
     return dag

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cachegql.index.disk.columns import FileArray
+from cachegql.index.disk.columns import FileArray, narrow_offsets
 from cachegql.index.disk.tag_files import bounds
 
 __all__ = ["TarballNames"]
@@ -25,8 +25,8 @@ class TarballNames:
 
     def __init__(self, folder: Path, num_rows: int) -> None:
         self.blob = FileArray.raw(folder / "tarball.blob")
-        self.offsets = bounds(
-            folder, "tarball.offsets", num_rows, len(self.blob), "the size of tarball.blob"
+        self.offsets = narrow_offsets(
+            bounds(folder, "tarball.offsets", num_rows, len(self.blob), "the size of tarball.blob")
         )
 
     def name(self, row: int) -> str | None:

@@ -40,7 +40,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from cachegql.index.ingest.dag_nodes import Database, Edge, Node
+from cachegql.index.ingest.dag_nodes import Database, Edge, Node, compiler_edges
 from cachegql.index.ingest.locations import Location, Opener
 from cachegql.index.ingest.seen_nodes import SeenNodes
 from cachegql.index.ingest.size_packing import packed_sizes, unpacked_sizes
@@ -76,7 +76,7 @@ def encode_part(
     keys = [row[1] for row in rows]
     flags = [row[2].in_buildcache if row[3] else None for row in rows]
     read = [row[2] for row in rows if not row[3]]
-    columns: list[Any] = list(zip(*read, strict=True)) if read else [()] * _FIELDS
+    columns: list[Any] = list(zip(*read, strict=True))[:_WRITTEN] if read else [()] * _WRITTEN
     # Nodes of one index share their variants, edges and compilers (node_reader.py):
     # each written once, `marshal` refers to it again, and reading shares it alike. An
     # edge is written once in a table, and a node's edges as their places in it.
@@ -87,9 +87,10 @@ def encode_part(
     return _MAGIC + hashlib.blake2b(body, digest_size=_CHECK).digest() + body
 
 
-# Where the fields made of objects are among a `Node`'s.
-_FIELDS = len(Node._fields)
+# Where the fields made of objects are among a `Node`'s; the fields written are those
+# before its compiler edges, the last, which are worked out again from its edges.
 _VARIANTS, _EDGES, _COMPILER = map(Node._fields.index, ("variants", "edges", "compiler"))
+_WRITTEN = Node._fields.index("compiler_edges")
 
 
 def _shared(values: Sequence[Any], convert: Callable[[Any], Any]) -> list[Any]:
@@ -181,12 +182,14 @@ def decode_part(data: bytes, source: str, seen: SeenNodes | None) -> Database | 
 
 def _made_nodes(table: list[tuple[Any, ...]], columns: list[Any]) -> list[Node]:
     """The nodes of a part's columns, their shared parts made once (see `encode_part`)."""
-    if len(columns) != _FIELDS:
+    if len(columns) != _WRITTEN:
         raise ValueError("not a part's columns")
     columns[_VARIANTS] = _shared(columns[_VARIANTS], lambda vs: tuple([Variant(*v) for v in vs]))
     edge = [Edge(*fields) for fields in table].__getitem__
     columns[_EDGES] = _shared(columns[_EDGES], lambda places: tuple(map(edge, places)))
     columns[_COMPILER] = _shared(columns[_COMPILER], lambda c: None if c is None else Compiler(*c))
+    sets: dict[tuple[int, ...], tuple[Edge, ...]] = {}
+    columns.append(_shared(columns[_EDGES], lambda edges: compiler_edges(edges, sets)))
     return list(map(Node._make, zip(*columns, strict=True)))
 
 

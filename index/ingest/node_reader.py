@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from cachegql.index.ingest.dag_nodes import Edge, Node, SourceFormatError
+from cachegql.index.ingest.dag_nodes import Edge, Node, SourceFormatError, compiler_edges
 from cachegql.index.spack.compilers import Compiler, parse_compiler
 from cachegql.index.spack.hashes import is_hash
 from cachegql.index.spack.variants import Variant, parse_variant
@@ -50,7 +50,8 @@ def node_hash(node: Mapping[str, Any]) -> str:
 
 class NodeMemo:
     """What repeats across the nodes of one source, worked out once: their parameters
-    (variants and flags) and their dependency edges, each keyed by its JSON text.
+    (variants and flags) and their dependency edges, each keyed by its JSON text (an
+    edge by its object's, but for the braces).
 
     A cache of 200k specs has 3,344 distinct parameter objects, and its 2.2M edges are
     120k distinct dependencies: reading each of those once, and sharing the objects,
@@ -67,6 +68,7 @@ class NodeMemo:
         self.parameters: dict[bytes, _Parameters] = {}
         self.edges: dict[bytes, Edge] = {}
         self.compilers: dict[tuple[bytes, bytes], Compiler | None] = {}
+        self.compiler_edges: dict[tuple[int, ...], tuple[Edge, ...]] = {}
 
     def read_parameters(self, parameters: Any) -> _Parameters:
         key = _key(parameters) if self.keyed else None
@@ -97,13 +99,15 @@ class NodeMemo:
         result = []
         for item in items:
             try:
-                key = dumps(item)
+                key = dumps(item)[1:-1] if type(item) is dict else None
             except orjson.JSONEncodeError:
+                key = None
+            if key is None:  # no key: read each time (an error, or a value not JSON)
                 result.append(_edge(item, aliases))
                 continue
             edge = edges.get(key)
             if edge is None:
-                edge = edges[_kept(key)] = _edge(item, aliases)
+                edge = edges[key] = _edge(item, aliases)
             result.append(edge)
         return tuple(result)
 
@@ -116,20 +120,52 @@ class NodeMemo:
 
     def read_raw_edges(self, text: bytes) -> tuple[Edge, ...]:
         """`read_edges` of the value whose JSON text this is: each dependency's text is
-        its key (the same key its parsed object's JSON text is, as Spack writes it)."""
-        if text == b"null":
+        its key (the same key its parsed object's JSON text is, as Spack writes it).
+
+        A list of compact objects, as Spack writes it, is cut at each `},{`: each piece
+        is a dependency's text, but for its braces, and its key as it is. A piece new to
+        the memo is parsed as an object (with its braces); where one is not, a `},{` was
+        inside a string, and the list is read whole. Cut so, a list reads as read whole:
+        its text is `[`, the objects' texts with `,` between, and `]`, so it is a list of
+        those objects (1.01 -> 0.84 s for the 2M edges of 200k specs, from a warm memo).
+        """
+        if text == b"null" or text == b"[]":
             return ()
+        if text[:2] == b"[{" and text[-2:] == b"}]":
+            edges = self._cut_edges(text)
+            if edges is not None:
+                return edges
         try:
             items = _RAW_ITEMS.decode(text)
         except msgspec.ValidationError:  # not a list: DB 5's object, or a bad value
             return self.read_edges(orjson.loads(text))
-        edges, aliases = self.edges, self.aliases
+        memo, aliases = self.edges, self.aliases
         result = []
         for item in items:
-            key = bytes(item)
-            edge = edges.get(key)
+            text = bytes(item)
+            if text[:1] != b"{":  # not an object: an error, never kept
+                result.append(_edge(orjson.loads(text), aliases))
+                continue
+            key = text[1:-1]
+            edge = memo.get(key)
             if edge is None:
-                edge = edges[key] = _edge(orjson.loads(key), aliases)
+                edge = memo[key] = _edge(orjson.loads(text), aliases)
+            result.append(edge)
+        return tuple(result)
+
+    def _cut_edges(self, text: bytes) -> tuple[Edge, ...] | None:
+        """The edges of a list of objects `[{...},{...}]`, cut at each `},{` (see
+        `read_raw_edges`); None if a piece does not parse as an object."""
+        memo, aliases = self.edges, self.aliases
+        result = []
+        for key in text[2:-2].split(b"},{"):
+            edge = memo.get(key)
+            if edge is None:
+                try:
+                    item = orjson.loads(b"{%b}" % key)
+                except orjson.JSONDecodeError:
+                    return None
+                edge = memo[key] = _edge(item, aliases)
             result.append(edge)
         return tuple(result)
 
@@ -171,6 +207,7 @@ def read_node(raw: dict[str, Any], digest: str, in_buildcache: bool, memo: NodeM
     if not isinstance(target_name, str) or not target_name:
         raise ValueError("'arch.target' names no target")
     variants, flags = memo.read_parameters(node.get("parameters") or {})
+    edges = memo.read_edges(node.get("dependencies"))
     return Node(
         hash=intern(digest),
         name=intern(name),
@@ -182,9 +219,10 @@ def read_node(raw: dict[str, Any], digest: str, in_buildcache: bool, memo: NodeM
         namespace=intern(str(node.get("namespace") or "")),
         variants=variants,
         flags=flags,
-        edges=memo.read_edges(node.get("dependencies")),
+        edges=edges,
         compiler=_recorded_compiler(node),
         in_buildcache=in_buildcache,
+        compiler_edges=compiler_edges(edges, memo.compiler_edges),
     )
 
 
@@ -268,6 +306,7 @@ def read_record(text: bytes, digest: str, memo: NodeMemo) -> Node | None:
         edges=edges,
         compiler=compiler,
         in_buildcache=bool(record.in_buildcache),
+        compiler_edges=compiler_edges(edges, memo.compiler_edges),
     )
 
 
