@@ -97,13 +97,12 @@ def main() -> None:
             for venv in venvs if round_ % 2 else venvs[::-1]:  # the order swapped each round
                 out = Path(scratch) / "index"
                 for state in states:
-                    how = (
-                        drop_cached(args.mirror)
-                        if state == "cold"
-                        else "from memory"
-                        if args.warm_only
-                        else "as the cold build left it"
-                    )
+                    if state == "cold":
+                        how = drop_cached(args.mirror)
+                    elif args.warm_only:
+                        how = "from memory"
+                    else:
+                        how = "as the cold build left it"
                     build = one_build(venv, args.mirror, args.tag, out)
                     rows.setdefault((str(venv), state), []).append(build["seconds"])
                     print(

@@ -281,3 +281,15 @@ def test_each_edge_reads_back_its_deptypes_and_virtuals_as_one_narrow_kind(
     codes, kinds = edge_kinds(deptypes, virtuals, dag.virtual_sets, table_limit=0)
     assert codes.tolist() == dag.edge_kinds.tolist() and kinds == dag.kinds
     assert edge_kinds(deptypes[:0], virtuals[:0], dag.virtual_sets, table_limit=0)[1] == []
+
+
+def test_a_deptype_given_twice_reads_back_once(tmp_path: Path) -> None:
+    """A source may repeat a deptype: it is one bit of the edge's mask, not the next one
+    up (`test` twice was `test` lost, `build` twice read back as `link`)."""
+    edges = {
+        "a": [Edge("b", "b", ("test", "test"), ()), Edge("c", "c", ("build", "build", "run"), ())]
+    }
+    write_dag(tmp_path, EdgeArrays.of(edges), ["a", "b", "c"], [], ["a", "b", "c"])
+    read = Dag(tmp_path / DAG_FOLDER).edges([0])[0]
+    assert read is not None
+    assert [edge.deptypes for edge in read] == [("test",), ("build", "run")]

@@ -45,6 +45,7 @@ __all__ = [
     "load_array",
     "narrow",
     "narrow_offsets",
+    "narrowest",
 ]
 
 Rows = npt.NDArray[np.int32]
@@ -294,15 +295,21 @@ def narrow(codes: Narrow, bound: int) -> Narrow:
     holds them, read-only: most dictionaries have under 256 values (`os`, `target`) or
     65,536 (`package`), so a code takes 1 or 2 bytes in memory rather than the 4 of the
     file (the format keeps `int32`, whatever the dictionary's size)."""
-    for dtype in _NARROW:
+    dtype = narrowest(bound)
+    if dtype is None:
+        return codes
+    small: Narrow = codes.astype(dtype)
+    small.flags.writeable = False
+    return small
+
+
+def narrowest(bound: int) -> type[np.unsignedinteger[Any]] | None:
+    """The narrowest unsigned type below 32 bits that holds codes below `bound`; None:
+    none does."""
+    for dtype in (np.uint8, np.uint16):
         if bound <= np.iinfo(dtype).max + 1:
-            small: Narrow = codes.astype(dtype)
-            small.flags.writeable = False
-            return small
-    return codes
-
-
-_NARROW = (np.uint8, np.uint16)
+            return dtype
+    return None
 
 
 class FileArray:

@@ -13,7 +13,6 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +25,7 @@ from cachegql.index.disk.columns import (
     Postings,
     Rows,
     load_array,
+    narrowest,
 )
 from cachegql.index.disk.layout import DAG_FILE, DEPTYPES
 from cachegql.index.disk.verify import IndexLoadError
@@ -62,10 +62,12 @@ class Dag:
         self.edge_targets: Rows = load_array(folder, "edges.targets")
         deptypes = load_array(folder, "edges.deptypes", "uint8", len(self.edge_targets))
         virtuals = load_array(folder, "edges.virtuals", "int32", len(self.edge_targets))
-        try:
-            self.edge_kinds, self.kinds = edge_kinds(deptypes, virtuals, self.virtual_sets)
-        except ValueError as exc:
-            raise IndexLoadError(f"{folder / 'edges.virtuals.npy'} is damaged: {exc}") from None
+        if len(virtuals) and not 0 <= virtuals.min() <= virtuals.max() < len(self.virtual_sets):
+            raise IndexLoadError(
+                f"{folder / 'edges.virtuals.npy'} is damaged: an edge's virtuals are none of "
+                f"the {len(self.virtual_sets)} sets of {DAG_FILE}"
+            )
+        self.edge_kinds, self.kinds = edge_kinds(deptypes, virtuals, self.virtual_sets)
         self.recorded: npt.NDArray[np.bool_] = load_array(folder, "edges.recorded")
         self.parents = Postings.read(folder, "parents", self.num_nodes, self.num_nodes)
         self.by_name = Postings.read(folder, "names", len(self.name_ids), self.num_nodes)
@@ -141,7 +143,8 @@ class Dag:
 
 
 _SPAN = 1 << 20  # edges combined at a time
-_TABLE_LIMIT = 1 << 22  # pairs counted in a table (4 MB of flags), else sorted
+_TABLE_LIMIT = 1 << 22  # pairs that may be counted in a table, else sorted
+_KNOWN_BITS = (1 << len(DEPTYPES)) - 1
 
 EdgeKind = tuple[tuple[str, ...], tuple[str, ...]]
 """What an edge is besides its ends: its deptypes and the virtuals it provides."""
@@ -153,28 +156,25 @@ def edge_kinds(
     virtual_sets: list[tuple[str, ...]],
     table_limit: int = _TABLE_LIMIT,
 ) -> tuple[Narrow, list[EdgeKind]]:
-    """Each edge's deptypes (a mask of `DEPTYPES`) and virtuals (a code into
-    `virtual_sets`) as one code into the pairs that occur, in the narrowest type that
-    holds them: a byte an edge where the two took two (10 MB of a worker's memory at 1M
-    specs), as a tag has a few dozen such pairs. ValueError for a virtuals code past the
-    sets (the file is damaged).
+    """Each edge's deptypes (a mask of `DEPTYPES`: other bits are left out, as they always
+    were read) and virtuals (a code into `virtual_sets`, checked by the caller) as one code
+    into the pairs that occur, in the narrowest type that holds them: a byte an edge where
+    the two took two (10 MB of a worker's memory at 1M specs), as a tag has a few dozen
+    such pairs.
 
-    A pair is `mask * len(virtual_sets) + virtuals`. While there are at most
-    `table_limit` pairs in all, a table of them finds those that occur and gives their
-    codes (0.1 s for 10M edges); past that (tens of thousands of virtual sets), the pairs
-    are sorted instead (0.4 s). Either way a span of edges at a time, so that loading
-    holds no 64-bit copy of every edge."""
+    A pair is `mask * len(virtual_sets) + virtuals`. While there can be at most
+    `table_limit` pairs, a table of them marks those that occur and gives their codes
+    (flags, and the codes in 1 to 4 bytes each); past that (tens of thousands of sets of
+    virtuals), the pairs are sorted instead. Either way a span of edges at a time, so
+    that loading holds no 64-bit copy of every edge."""
     width = max(len(virtual_sets), 1)
-    if len(virtuals) and not 0 <= int(virtuals.min()) <= int(virtuals.max()) < len(virtual_sets):
-        raise ValueError(f"an edge's virtuals are none of the {len(virtual_sets)} sets")
-    if len(deptypes) and int(deptypes.max()) >= 1 << len(DEPTYPES):
-        raise ValueError(f"an edge's deptypes are not a mask of {len(DEPTYPES)} bits")
-    spans = [slice(lo, lo + _SPAN) for lo in range(0, len(deptypes), _SPAN)]
     tabled = (width << len(DEPTYPES)) <= table_limit
-    kind = np.int32 if tabled else np.int64
+    pair_type = np.int32 if tabled else np.int64
+    spans = [slice(lo, lo + _SPAN) for lo in range(0, len(deptypes), _SPAN)]
 
     def pairs(span: slice) -> Narrow:
-        paired: Narrow = deptypes[span].astype(kind)
+        paired: Narrow = deptypes[span] & _KNOWN_BITS
+        paired = paired.astype(pair_type)
         paired *= width
         paired += virtuals[span]
         return paired
@@ -185,27 +185,20 @@ def edge_kinds(
         for span in spans:
             seen[pairs(span)] = True
         used = np.flatnonzero(seen)
-        code_of = np.zeros(len(seen), dtype=_narrowest(len(used)))
+        code_of = np.zeros(len(seen), dtype=narrowest(len(used)) or np.uint32)
         code_of[used] = np.arange(len(used))
         codes = np.empty(len(deptypes), dtype=code_of.dtype)  # type: ignore[assignment]
         for span in spans:
             codes[span] = code_of[pairs(span)]
     else:
         found = [np.unique(pairs(span)) for span in spans]
-        used = np.unique(np.concatenate(found or [np.zeros(0, dtype=kind)]))
-        codes = np.empty(len(deptypes), dtype=_narrowest(len(used)))
+        used = np.unique(np.concatenate(found or [np.zeros(0, dtype=pair_type)]))
+        codes = np.empty(len(deptypes), dtype=narrowest(len(used)) or np.uint32)
         for span in spans:
             codes[span] = np.searchsorted(used, pairs(span))
     codes.flags.writeable = False
     kinds = [(_deptypes(pair // width), virtual_sets[pair % width]) for pair in used.tolist()]
     return codes, kinds
-
-
-def _narrowest(count: int) -> type[np.unsignedinteger[Any]]:
-    for dtype in (np.uint8, np.uint16):
-        if count <= np.iinfo(dtype).max + 1:
-            return dtype
-    return np.uint32
 
 
 def _deptypes(mask: int) -> tuple[str, ...]:

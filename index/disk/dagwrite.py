@@ -142,8 +142,13 @@ def _first_seen(codes: Rows, sets: Sequence[tuple[str, ...]]) -> tuple[Rows, lis
 
 
 def _mask(deptypes: tuple[str, ...]) -> int:
-    """The deptypes of an edge as bits of `DEPTYPES` (one it does not know is left out)."""
-    return sum(1 << DEPTYPES.index(d) for d in deptypes if d in DEPTYPES)
+    """The deptypes of an edge as bits of `DEPTYPES` (one it does not know is left out;
+    one given twice is one bit, not the next one up)."""
+    bits = 0
+    for deptype in deptypes:
+        if deptype in DEPTYPES:
+            bits |= 1 << DEPTYPES.index(deptype)
+    return bits
 
 
 def _group(keys: Rows, items: Rows, num_keys: int) -> Postings:

@@ -82,15 +82,16 @@ def encode_part(
     # edge is written once in a table, and a node's edges as their places in it.
     columns[_VARIANTS] = _shared(columns[_VARIANTS], _variants_payload)
     table, columns[_EDGES] = _edge_table(columns[_EDGES])
-    columns[_COMPILER] = _shared(columns[_COMPILER], _compiler_payload)
+    columns[_COMPILER] = _shared(
+        columns[_COMPILER], lambda c: None if c is None else (c.name, c.version, c.raw)
+    )
     body = marshal.dumps((version, problems, keyed, digests, keys, flags, table, columns), 4)
     return _MAGIC + hashlib.blake2b(body, digest_size=_CHECK).digest() + body
 
 
-# Where the fields made of objects are among a `Node`'s; the fields written are those
-# before its compiler edges, the last, which are worked out again from its edges.
+# Where the fields made of objects are among a `Node`'s.
 _VARIANTS, _EDGES, _COMPILER = map(Node._fields.index, ("variants", "edges", "compiler"))
-_WRITTEN = Node._fields.index("compiler_edges")
+_WRITTEN = Node._fields.index("compiler_edges")  # the last, worked out again from edges
 
 
 def _shared(values: Sequence[Any], convert: Callable[[Any], Any]) -> list[Any]:
@@ -122,10 +123,6 @@ def _edge_table(
         table.append((edge.name, edge.hash, edge.deptypes, edge.virtuals))
     found = place.__getitem__
     return table, _shared(every, lambda edges: tuple(map(found, map(id, edges))))
-
-
-def _compiler_payload(compiler: Compiler | None) -> tuple[Any, ...] | None:
-    return None if compiler is None else (compiler.name, compiler.version, compiler.raw)
 
 
 def encode_sizes(sizes: Sizes) -> bytes:

@@ -20,15 +20,17 @@ import msgspec
 import orjson
 
 from cachegql.index.ingest.dag_nodes import Edge, Node, SourceFormatError, compiler_edges
+from cachegql.index.ingest.node_values import (
+    FLAG_KINDS,
+    Parameters,
+    edge_of,
+    json_kind,
+    parameters_of,
+)
 from cachegql.index.spack.compilers import Compiler, parse_compiler
 from cachegql.index.spack.hashes import is_hash
-from cachegql.index.spack.variants import Variant, parse_variant
 
 __all__ = ["FLAG_KINDS", "NodeMemo", "flatten_node", "node_hash", "read_node", "read_record"]
-
-# The six compiler flag lists of `parameters`: flags, not variants.
-FLAG_KINDS = ("cflags", "cppflags", "cxxflags", "fflags", "ldflags", "ldlibs")
-_PATCH_DIGITS = 7  # Spack shows patch sha256s cut to this many characters
 
 
 def flatten_node(item: object) -> dict[str, Any]:
@@ -65,18 +67,18 @@ class NodeMemo:
     def __init__(self, aliases: Mapping[str, str] | None = None, keyed: bool = True) -> None:
         self.aliases: Mapping[str, str] = aliases or {}
         self.keyed = keyed
-        self.parameters: dict[bytes, _Parameters] = {}
+        self.parameters: dict[bytes, Parameters] = {}
         self.edges: dict[bytes, Edge] = {}
         self.compilers: dict[tuple[bytes, bytes], Compiler | None] = {}
         self.compiler_edges: dict[tuple[int, ...], tuple[Edge, ...]] = {}
 
-    def read_parameters(self, parameters: Any) -> _Parameters:
+    def read_parameters(self, parameters: Any) -> Parameters:
         key = _key(parameters) if self.keyed else None
         if key is None:
-            return _parameters(parameters)
+            return parameters_of(parameters)
         found = self.parameters.get(key)
         if found is None:
-            found = self.parameters[_kept(key)] = _parameters(parameters)
+            found = self.parameters[_kept(key)] = parameters_of(parameters)
         return found
 
     def read_edges(self, dependencies: object) -> tuple[Edge, ...]:
@@ -85,7 +87,7 @@ class NodeMemo:
         if isinstance(dependencies, dict):  # DB 5 and YAML: name -> {hash, type}
             for key, body in dependencies.items():
                 if not isinstance(body, dict):
-                    raise ValueError(f"dependency {key!r} must be an object, not {_kind(body)}")
+                    raise ValueError(f"dependency {key!r} must be an object, not {json_kind(body)}")
             items: list[Any] = [{**body, "name": name} for name, body in dependencies.items()]
         elif isinstance(dependencies, list):
             items = dependencies
@@ -93,7 +95,7 @@ class NodeMemo:
             raise ValueError("'dependencies' must be a list or an object")
         aliases = self.aliases
         if not self.keyed:
-            return tuple(_edge(item, aliases) for item in items)
+            return tuple(edge_of(item, aliases) for item in items)
         # `_key`, inlined: this loop runs for every edge.
         edges, dumps = self.edges, orjson.dumps
         result = []
@@ -103,19 +105,19 @@ class NodeMemo:
             except orjson.JSONEncodeError:
                 key = None
             if key is None:  # no key: read each time (an error, or a value not JSON)
-                result.append(_edge(item, aliases))
+                result.append(edge_of(item, aliases))
                 continue
             edge = edges.get(key)
             if edge is None:
-                edge = edges[key] = _edge(item, aliases)
+                edge = edges[key] = edge_of(item, aliases)
             result.append(edge)
         return tuple(result)
 
-    def read_raw_parameters(self, text: bytes) -> _Parameters:
+    def read_raw_parameters(self, text: bytes) -> Parameters:
         """`read_parameters` of the value whose JSON text this is: the text is its key."""
         found = self.parameters.get(text)
         if found is None:
-            found = self.parameters[text] = _parameters(orjson.loads(text) or {})
+            found = self.parameters[text] = parameters_of(orjson.loads(text) or {})
         return found
 
     def read_raw_edges(self, text: bytes) -> tuple[Edge, ...]:
@@ -124,10 +126,12 @@ class NodeMemo:
 
         A list of compact objects, as Spack writes it, is cut at each `},{`: each piece
         is a dependency's text, but for its braces, and its key as it is. A piece new to
-        the memo is parsed as an object (with its braces); where one is not, a `},{` was
-        inside a string, and the list is read whole. Cut so, a list reads as read whole:
-        its text is `[`, the objects' texts with `,` between, and `]`, so it is a list of
-        those objects (1.01 -> 0.84 s for the 2M edges of 200k specs, from a warm memo).
+        the memo is parsed as an object (with its braces); where one is not, the cut fell
+        inside a value (a string, a nested list of objects), and the list is read whole.
+        Cut so, a list reads as read whole: its text is `[`, the objects' texts with `,`
+        between, and `]`, so it is a list of those objects (the 2M edges of 200k specs,
+        the least of five runs: 1.78 -> 1.57 s from an empty memo, 1.14 -> 0.92 s from a
+        full one).
         """
         if text == b"null" or text == b"[]":
             return ()
@@ -142,14 +146,14 @@ class NodeMemo:
         memo, aliases = self.edges, self.aliases
         result = []
         for item in items:
-            text = bytes(item)
-            if text[:1] != b"{":  # not an object: an error, never kept
-                result.append(_edge(orjson.loads(text), aliases))
+            dependency = bytes(item)
+            if dependency[:1] != b"{":  # not an object: an error, never kept
+                result.append(edge_of(orjson.loads(dependency), aliases))
                 continue
-            key = text[1:-1]
+            key = dependency[1:-1]
             edge = memo.get(key)
             if edge is None:
-                edge = memo[key] = _edge(orjson.loads(text), aliases)
+                edge = memo[key] = edge_of(orjson.loads(dependency), aliases)
             result.append(edge)
         return tuple(result)
 
@@ -165,7 +169,7 @@ class NodeMemo:
                     item = orjson.loads(b"{%b}" % key)
                 except orjson.JSONDecodeError:
                     return None
-                edge = memo[key] = _edge(item, aliases)
+                edge = memo[key] = edge_of(item, aliases)
             result.append(edge)
         return tuple(result)
 
@@ -222,7 +226,7 @@ def read_node(raw: dict[str, Any], digest: str, in_buildcache: bool, memo: NodeM
         edges=edges,
         compiler=_recorded_compiler(node),
         in_buildcache=in_buildcache,
-        compiler_edges=compiler_edges(edges, memo.compiler_edges),
+        compiler_edges=compiler_edges(edges, memo.compiler_edges if memo.keyed else {}),
     )
 
 
@@ -335,88 +339,3 @@ def _recorded_compiler(node: Mapping[str, Any]) -> Compiler | None:
         except ValueError:
             return None
     return None
-
-
-_Parameters = tuple[tuple[Variant, ...], tuple[tuple[str, tuple[str, ...]], ...]]
-
-
-def _parameters(parameters: Mapping[str, Any]) -> _Parameters:
-    """Variants in Spack's string forms (booleans first, then by name) and the flags."""
-    if not isinstance(parameters, Mapping):
-        raise ValueError("'parameters' must be an object")
-    booleans, others = [], []
-    for name in sorted(parameters):
-        value = parameters[name]
-        if name in FLAG_KINDS:
-            continue
-        if isinstance(value, bool):
-            booleans.append(f"+{name}" if value else f"~{name}")
-        elif isinstance(value, list | tuple):
-            values = [str(v)[:_PATCH_DIGITS] if name == "patches" else str(v) for v in value]
-            if values:
-                others.append(f"{name}={','.join(sorted(values))}")
-        elif value is not None:
-            others.append(f"{name}={value}")
-    variants = []
-    for text in booleans + others:
-        try:
-            variants.append(parse_variant(text))
-        except ValueError as exc:
-            raise ValueError(f"variant {text!r} cannot be read: {exc}") from None
-    flags = tuple(
-        (kind, tuple(str(f) for f in parameters[kind]))
-        for kind in FLAG_KINDS
-        if isinstance(parameters.get(kind), list) and parameters[kind]
-    )
-    return tuple(variants), flags
-
-
-def _edge(item: Any, aliases: Mapping[str, str]) -> Edge:
-    """One dependency: `{name, hash, type}` or `{name, hash, parameters: {deptypes, virtuals}}`."""
-    try:
-        name = item["name"]
-        digest = item.get("hash") or item.get("full_hash") or item.get("build_hash")
-        parameters = item.get("parameters")
-    except (TypeError, KeyError, AttributeError):
-        raise ValueError("a dependency must be an object with a 'name'") from None
-    if not isinstance(name, str) or not isinstance(digest, str):
-        raise ValueError(f"dependency {name!r} has no hash")
-    if parameters and not isinstance(parameters, dict):
-        raise ValueError(f"dependency {name!r}: 'parameters' must be an object")
-    if parameters:
-        deptypes, virtuals = parameters.get("deptypes") or (), parameters.get("virtuals") or ()
-    else:
-        deptypes, virtuals = item.get("type") or (), ()
-    deptypes = _texts(deptypes, name, "deptypes" if parameters else "type")
-    virtuals = _texts(virtuals, name, "virtuals")
-    target = aliases.get(digest, digest)
-    if not is_hash(target):  # it becomes a node of the DAG, and its hash a row's
-        raise ValueError(f"dependency {name!r}: hash {digest!r} is not a Spack hash")
-    # Millions of edges point at a few hundred thousand nodes and have a few kinds:
-    # share their strings and tuples.
-    return Edge(
-        intern(name),
-        intern(target),
-        _SHARED.setdefault(deptypes, deptypes),
-        _SHARED.setdefault(virtuals, virtuals),
-    )
-
-
-def _kind(value: object) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _texts(value: object, name: str, key: str) -> tuple[str, ...]:
-    """A dependency's deptypes or virtuals: a string or a list of strings."""
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list | tuple):
-        for item in value:  # a loop, not all() of a generator: asked twice per edge read
-            if not isinstance(item, str):
-                break
-        else:
-            return tuple(value)
-    raise ValueError(f"dependency {name!r}: {key!r} must be a string or a list of strings")
-
-
-_SHARED: dict[tuple[str, ...], tuple[str, ...]] = {}
