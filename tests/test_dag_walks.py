@@ -283,6 +283,15 @@ def test_each_edge_reads_back_its_deptypes_and_virtuals_as_one_narrow_kind(
     assert edge_kinds(deptypes[:0], virtuals[:0], dag.virtual_sets, table_limit=0)[1] == []
 
 
+@pytest.mark.parametrize("table_limit", [1 << 22, 0])
+def test_mask_bits_past_the_deptypes_are_left_out_as_they_were_read(table_limit: int) -> None:
+    """A byte of `edges.deptypes.npy` past the four deptypes' bits reads as its known bits
+    (as stop 66's `Dag.edges` read it), either way the pairs are counted."""
+    deptypes = np.array([0b10001, 0b10000, 0b00001], dtype=np.uint8)
+    codes, kinds = edge_kinds(deptypes, np.zeros(3, dtype=np.int32), [()], table_limit)
+    assert codes.tolist() == [1, 0, 1] and kinds == [((), ()), (("build",), ())]
+
+
 def test_a_deptype_given_twice_reads_back_once(tmp_path: Path) -> None:
     """A source may repeat a deptype: it is one bit of the edge's mask, not the next one
     up (`test` twice was `test` lost, `build` twice read back as `link`)."""

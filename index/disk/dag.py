@@ -151,8 +151,8 @@ EdgeKind = tuple[tuple[str, ...], tuple[str, ...]]
 
 
 def edge_kinds(
-    deptypes: Rows,
-    virtuals: Rows,
+    deptypes: Narrow,
+    virtuals: Narrow,
     virtual_sets: list[tuple[str, ...]],
     table_limit: int = _TABLE_LIMIT,
 ) -> tuple[Narrow, list[EdgeKind]]:
