@@ -169,8 +169,8 @@ class Database:
         # set's edges are kept with it, so that their ids stay theirs (the memo is this
         # object's alone: a copy's edges would be other objects).
         providing = node.compiler_edges
-        if providing is None:
-            providing = tuple([edge for edge in node.edges if edge.languages])
+        if providing is None:  # a node made elsewhere: its edges looked at here
+            providing = compiler_edges(node.edges, {})
         if not providing:
             return node.compiler or _NONE
         key = tuple(map(id, providing))
