@@ -36,7 +36,7 @@ CLI = str(Path(sys.executable).with_name("cachegql"))
 
 def untraced_env() -> dict[str, str]:
     """This environment, without what makes a subprocess measure its coverage (under
-    `CI=true`): for commands whose memory is measured (the tracer's would count) or that
+    `make coverage`): for commands whose memory is measured (the tracer's would count) or that
     run under a file size limit (the coverage data file is written at exit)."""
     return {k: v for k, v in os.environ.items() if k != "COVERAGE_PROCESS_CONFIG"}
 
@@ -272,9 +272,10 @@ def serving(
 ) -> Iterator[GraphQLClient]:
     """The real app serving `index` on 127.0.0.1, and a client for it that also compares
     the fast and the stock execution of every query it sends; `differential=False` for a
-    test that compares two builds' answers to each other, where running each query
-    through the stock path as well tells nothing more (test_incremental.py on two
-    workers: 120 -> 86 s)."""
+    test that compares two builds' answers with each other: the API tests hold the fast
+    path to the stock one on their indexes, and doing it again for every answer of
+    both builds was a quarter of test_incremental.py's time (120 -> 86 s on two
+    workers)."""
     app = create_app(Settings(index=index, max_first=max_first, reload_interval=0))
     checker = Differential(index, max_first) if differential else None
     with LiveServer(app) as url, httpx.Client(base_url=url, timeout=30) as client:

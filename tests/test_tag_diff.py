@@ -352,7 +352,7 @@ def executed_lines(work: Callable[[], object]) -> int:
             count += 1
         return trace
 
-    previous = sys.gettrace()  # coverage's tracer, under CI
+    previous = sys.gettrace()  # coverage's tracer, under `make coverage`
     sys.settrace(trace)
     try:
         work()
