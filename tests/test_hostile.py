@@ -79,7 +79,7 @@ def results(
     work = tmp_path_factory.mktemp(f"hostile-{request.param}")
     report = work / "report.json"
     # One demo index for both paths (the benchmark builds it where it is missing): the
-    # servers only read it, and building it again was a tenth of the module's time.
+    # servers only read it, and building it again took some 3 s of each path's setup.
     shared = tmp_path_factory.getbasetemp() / "hostile-index"
     command = [sys.executable, str(BENCH), "--venv", sys.prefix, "--specs", str(SPECS)]
     command += ["--pages", str(shared / "pages"), "--index", str(shared / "index")]

@@ -140,16 +140,17 @@ def test_a_folder_read_ahead_asks_the_kernel_for_each_small_file(
     # (`_in_memory` itself is held to the page cache below).
     monkeypatch.setattr(read_ahead_module, "_in_memory", lambda path: False)
     folder_path = specs / "pkg0"
-    small = sorted((e.inode(), e.path) for e in os.scandir(folder_path) if e.path != str(large))
+    listing = [(str(folder_path), list(os.scandir(folder_path)))]
+    small = sorted((e.inode(), e.path) for e in listing[0][1] if e.path != str(large))
     expected = [(path, 0, Path(path).stat().st_size, os.POSIX_FADV_WILLNEED) for _, path in small]
-    taken = read_ahead(iter([(str(folder_path), list(os.scandir(folder_path)))]), 4096)
+    taken = read_ahead(iter(listing), 4096)
     folder, _entries = next(taken)  # asked for before it is handed over
     taken.close()
     assert folder == str(folder_path)
     assert advised == expected, "not every small file asked for once, in inode order"
     advised.clear()
     monkeypatch.setattr(read_ahead_module, "_in_memory", lambda path: True)
-    taken = read_ahead(iter([(str(folder_path), list(os.scandir(folder_path)))]), 4096)
+    taken = read_ahead(iter(listing), 4096)
     next(taken)
     taken.close()
     assert advised == [], "a folder in memory was asked for"
