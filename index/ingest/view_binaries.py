@@ -90,7 +90,8 @@ def held_binaries(
     a view written after the index (a stack's pipeline pushes its view before the index
     is rebuilt) may list binaries the index does not have yet, named and left out."""
     hashes = outcome.hashes
-    missing = sorted(digest for digest in hashes if digest not in database.nodes)
+    # A set's difference with a dict looks each hash up in C, with the hash it keeps.
+    missing = sorted(hashes.difference(database.nodes))
     if not missing:
         return hashes
     examples = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
