@@ -83,7 +83,13 @@ def main() -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command: give it after --")
-    sys.exit(watch(command, args.every))
+    if args.every <= 0:
+        parser.error(f"--every must be more than 0 seconds, got {args.every}")
+    try:
+        status = watch(command, args.every)
+    except OSError as exc:  # not found, not executable
+        parser.error(f"cannot run {command[0]}: {exc.strerror}")
+    sys.exit(status)
 
 
 if __name__ == "__main__":
